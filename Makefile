@@ -1,0 +1,124 @@
+# Makefile: the one entry point.
+#   make              build lib/libtf.a, lib/libtf.so and the programs
+#   make check        install missing deps, build and run every unit test
+#   make SANITIZE=address,undefined check   the same under sanitizers
+#   make bench-matmul MatMul kernel vs direct cblas_sgemm
+#   make docs         regenerate docs/ops.md from the op registry
+# Sources are found by globbing: a new lib/ file or test/unit/*_test.c is
+# built without editing this file.
+
+CC      ?= cc
+SANITIZE ?=
+ARCH    ?= native
+OPT     ?= -O2
+
+ifeq ($(SANITIZE),)
+BUILD   := build
+LIBDIR  := lib
+else
+BUILD   := build-san
+LIBDIR  := build-san
+endif
+
+PKGS     := msgpack yaml-0.1 check libuv
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs msgpack yaml-0.1 libuv 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+WARN    := -Wall -Wextra -Wstrict-prototypes -Wno-unused-parameter -Wno-missing-field-initializers
+ifneq ($(filter true 1,$(CI) $(WERROR)),)
+WARN    += -Werror
+endif
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -g -march=$(ARCH) -fPIC -pthread $(WARN) \
+           -I. -Iinclude -MMD -MP
+ifneq ($(SANITIZE),)
+CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDSAN   := -fsanitize=$(SANITIZE)
+endif
+LDLIBS  = $(PKG_LIBS) -lnng -lopenblas -lz -lm -lpthread
+
+LIB_SRCS  := $(shell find lib -name '*.c' -not -path 'lib/devices/cuda/*' | sort)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(shell find test/unit -name '*_test.c' | sort)
+TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o
+CMD_SRCS  := $(wildcard cmd/*/main.c)
+CMD_BINS  := $(patsubst cmd/%/main.c,bin/%,$(CMD_SRCS))
+FUZZ_SRCS := $(wildcard test/fuzz/*_fuzz.c)
+
+STATIC  := $(LIBDIR)/libtf.a
+SHARED  := $(LIBDIR)/libtf.so
+# Kernels and ops register from constructors: link the whole archive.
+LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
+
+.PHONY: all deps check test-run bench-matmul docs clean info demo fuzz
+all: info $(STATIC) $(SHARED) $(CMD_BINS)
+
+NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+HAVE_VERBS := $(shell [ -e /usr/include/infiniband/verbs.h ] && echo yes)
+info:
+	@echo "tf build ($(BUILD)):"
+	@echo "  ✓ CPU device: OpenBLAS GEMM, intra-op thread pool"
+	@if [ -n "$(NVCC)" ]; then echo "  ✗ CUDA device: nvcc found at $(NVCC), but lib/devices/cuda has no sources yet (GPU issue)"; \
+	 else echo "  ✗ CUDA device: nvcc not found"; fi
+	@if [ -n "$(HAVE_VERBS)" ]; then echo "  ✗ RDMA verbs: libibverbs found, transport not built yet (cluster issues)"; \
+	 else echo "  ✗ RDMA verbs: libibverbs-dev not installed"; fi
+	@$(if $(SANITIZE),echo "  sanitizers: $(SANITIZE)",true)
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(STATIC): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJS)
+	$(CC) -shared $(LDSAN) -o $@ $^ $(LDLIBS)
+
+bin/%: $(BUILD)/obj/cmd/%/main.o $(STATIC)
+	@mkdir -p bin
+	$(CC) $(LDSAN) -o $@ $< $(LINK_TF) $(LDLIBS)
+
+$(BUILD)/test/%: $(BUILD)/obj/test/%.o $(TESTUTIL_OBJS) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $< $(TESTUTIL_OBJS) $(LINK_TF) $(CHECK_LIBS) $(LDLIBS)
+
+# check: the README's test command. Installs what is missing, then builds
+# and runs every unit test binary in a sub-make (so pkg-config sees the
+# freshly installed packages).
+check: deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: info $(STATIC) $(TEST_BINS)
+	@scripts/run-tests.sh $(TEST_BINS)
+
+BENCH_CFLAGS = $(CFLAGS) $(PKG_CFLAGS)
+$(BUILD)/bench/%: bench/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LINK_TF) $(LDLIBS)
+
+bench-matmul: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_matmul
+	@$(BUILD)/bench/bench_matmul
+
+docs: $(BUILD)/tools/gen_ops_doc
+	$(BUILD)/tools/gen_ops_doc > docs/ops.md
+
+$(BUILD)/tools/%: tools/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LINK_TF) $(LDLIBS)
+
+# Fuzz harnesses (clang + libFuzzer): make fuzz FUZZ_TIME=20
+FUZZ_TIME ?= 10
+fuzz:
+	@scripts/run-fuzz.sh $(FUZZ_TIME)
+
+clean:
+	rm -rf build build-san lib/libtf.a lib/libtf.so bin
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,14 @@
+/* tf.h: the public C API in one include. */
+#ifndef TF_TF_H
+#define TF_TF_H
+
+#include "tf/allocator.h"
+#include "tf/attr.h"
+#include "tf/dtype.h"
+#include "tf/eager.h"
+#include "tf/graph.h"
+#include "tf/serialize.h"
+#include "tf/status.h"
+#include "tf/tensor.h"
+
+#endif

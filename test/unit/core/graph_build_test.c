@@ -1,0 +1,389 @@
+/* Tests for node building and batch import: validation errors, type attr
+ * inference, list arguments, defaults, shape inference hooks, colocation,
+ * and cycle detection. Uses test-only ops registered here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/core/op_registry.h"
+#include "test/unit/testutil.h"
+
+static tf_code shape_tadd(tf_shape_ctx *ctx) { return tf_shape_fn_broadcast(ctx); }
+
+static tf_code shape_tcat(tf_shape_ctx *ctx) {
+  /* [sum of dim 0, rest of the first input] when known */
+  int n = ctx->n_in - 1;
+  tf_shape s = ctx->in[0];
+  if (s.rank < 1) return TF_OK;
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    if (ctx->in[i].rank < 1 || ctx->in[i].dims[0] < 0) {
+      total = -1;
+      break;
+    }
+    total += ctx->in[i].dims[0];
+  }
+  s.dims[0] = total;
+  ctx->out[0] = s;
+  return TF_OK;
+}
+
+static const tf_op_spec gb_ops[] = {
+    {.name = "TestAdd", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: {float32, int32}"}, .shape_fn = shape_tadd, .doc = "test"},
+    {.name = "TestCat", .inputs = {"values: N * T", "axis: int32"},
+     .outputs = {"out: T"}, .attrs = {"T: type", "N: int >= 2"},
+     .shape_fn = shape_tcat, .doc = "test"},
+    {.name = "TestSplit", .inputs = {"x: T"}, .outputs = {"parts: K * T", "n: int64"},
+     .attrs = {"T: type", "K: int >= 1 = 3", "mode: {'a', 'b'} = 'a'",
+               "scale: float = 1.5"}, .doc = "test"},
+};
+TF_REGISTER_OPS("test", gb_ops)
+
+static tf_node *ph(tf_graph *g, const char *name, tf_dtype dt, tf_shape s) {
+  tf_status st;
+  tf_node_builder *b = tf_node_begin(g, "Placeholder", name);
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(dt));
+  tf_node_set_attr(b, "shape", tf_attr_shape(s));
+  tf_node *n = tf_node_finish(b, &st);
+  ck_assert_msg(n != NULL, "%s", st.msg);
+  return n;
+}
+
+static tf_node *add(tf_graph *g, const char *name, tf_node *x, tf_node *y,
+                    tf_status *st) {
+  tf_node_builder *b = tf_node_begin(g, "TestAdd", name);
+  tf_node_add_input(b, (tf_output){x, 0});
+  tf_node_add_input(b, (tf_output){y, 0});
+  return tf_node_finish(b, st);
+}
+
+START_TEST(test_type_inference_and_shapes) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *x = ph(g, "x", TF_FLOAT32, tf_shape_of(2, -1, 3));
+  tf_node *y = ph(g, "y", TF_FLOAT32, tf_shape_of(1, 3));
+  tf_node *z = add(g, "z", x, y, &st);
+  ck_assert_msg(z != NULL, "%s", st.msg);
+  tf_dtype t;
+  ck_assert_int_eq(tf_node_attr_get_type(z, "T", &t, &st), TF_OK);
+  ck_assert_int_eq(t, TF_FLOAT32);
+  ck_assert_int_eq(tf_node_output_type(z, 0), TF_FLOAT32);
+  ck_assert(tf_shape_equal(tf_node_output_shape(z, 0), &(tf_shape){2, {-1, 3}}));
+  ck_assert_int_eq(tf_node_num_inputs(z), 2);
+  ck_assert_ptr_eq(tf_node_input(z, 1).node, y);
+  ck_assert_int_eq(tf_node_id(z), 2);
+  ck_assert_ptr_eq(tf_graph_find(g, "z"), z);
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_dtype_mismatch_and_disallowed) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *x = ph(g, "x", TF_FLOAT32, tf_shape_unknown());
+  tf_node *i = ph(g, "i", TF_INT32, tf_shape_unknown());
+  tf_node *d = ph(g, "d", TF_FLOAT64, tf_shape_unknown());
+  ck_assert_ptr_null(add(g, "bad", x, i, &st));
+  ck_assert_int_eq(st.code, TF_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(st.msg, "node 'bad' (TestAdd)"));
+  ck_assert_ptr_nonnull(strstr(st.msg, "int32"));
+  ck_assert_ptr_nonnull(strstr(st.msg, "float32"));
+  ck_assert_ptr_null(add(g, "bad2", d, d, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "not an allowed type"));
+  ck_assert_ptr_null(tf_graph_find(g, "bad"));
+  ck_assert_int_eq(tf_graph_num_nodes(g), 3);
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_arity_unknown_op_missing_attr) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *x = ph(g, "x", TF_FLOAT32, tf_shape_unknown());
+  tf_node_builder *b = tf_node_begin(g, "TestAdd", "one");
+  tf_node_add_input(b, (tf_output){x, 0});
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "expects 2 input arguments, got 1"));
+  b = tf_node_begin(g, "Frobnicate", "f");
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_int_eq(st.code, TF_NOT_FOUND);
+  ck_assert_ptr_nonnull(strstr(st.msg, "Frobnicate"));
+  b = tf_node_begin(g, "Placeholder", "nodtype");
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "missing attr 'dtype'"));
+  b = tf_node_begin(g, "Placeholder", "wrongkind");
+  tf_node_set_attr(b, "dtype", tf_attr_int(3));
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "attr 'dtype' must be type, got int"));
+  b = tf_node_begin(g, "Placeholder", "extra");
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT32));
+  tf_node_set_attr(b, "bogus", tf_attr_int(3));
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "unknown attr 'bogus'"));
+  b = tf_node_begin(g, "TestAdd", "nullin");
+  tf_node_add_input(b, (tf_output){NULL, 0});
+  tf_node_add_input(b, (tf_output){x, 0});
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "NULL"));
+  tf_node_abandon(tf_node_begin(g, "TestAdd", "abandoned"));
+  tf_node_abandon(NULL);
+  ck_assert_int_eq(tf_graph_num_nodes(g), 1);
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_lists_defaults_and_min) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *a = ph(g, "a", TF_FLOAT32, tf_shape_of(2, 2, 5));
+  tf_node *b2 = ph(g, "b", TF_FLOAT32, tf_shape_of(2, 3, 5));
+  tf_tensor *zero = tf_tensor_scalar_i32(0);
+  tf_node_builder *b = tf_node_begin(g, "Const", "axis");
+  tf_node_set_attr(b, "value", tf_attr_tensor(zero));
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_INT32));
+  tf_node *axis = tf_node_finish(b, &st);
+  tf_tensor_unref(zero);
+  ck_assert_ptr_nonnull(axis);
+  tf_output vals[2] = {{a, 0}, {b2, 0}};
+  b = tf_node_begin(g, "TestCat", "cat");
+  tf_node_add_input_list(b, vals, 2);
+  tf_node_add_input(b, (tf_output){axis, 0});
+  tf_node *cat = tf_node_finish(b, &st);
+  ck_assert_msg(cat != NULL, "%s", st.msg);
+  int64_t n;
+  ck_assert_int_eq(tf_node_attr_get_int(cat, "N", &n, &st), TF_OK);
+  ck_assert_int_eq(n, 2);
+  ck_assert(tf_shape_equal(tf_node_output_shape(cat, 0), &(tf_shape){2, {5, 5}}));
+  int start, count;
+  ck_assert(tf_node_input_range(cat, "axis", &start, &count));
+  ck_assert(start == 2 && count == 1);
+  ck_assert(!tf_node_input_range(cat, "nope", &start, &count));
+  /* N >= 2 is enforced */
+  b = tf_node_begin(g, "TestCat", "cat1");
+  tf_node_add_input_list(b, vals, 1);
+  tf_node_add_input(b, (tf_output){axis, 0});
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "must be >= 2"));
+  /* a list where one tensor is expected */
+  b = tf_node_begin(g, "TestAdd", "addlist");
+  tf_node_add_input_list(b, vals, 2);
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  /* output lists from a defaulted number attr, allowed strings */
+  b = tf_node_begin(g, "TestSplit", "split");
+  tf_node_add_input(b, (tf_output){a, 0});
+  tf_node *sp = tf_node_finish(b, &st);
+  ck_assert_msg(sp != NULL, "%s", st.msg);
+  ck_assert_int_eq(tf_node_num_outputs(sp), 4);
+  ck_assert_int_eq(tf_node_output_type(sp, 2), TF_FLOAT32);
+  ck_assert_int_eq(tf_node_output_type(sp, 3), TF_INT64);
+  ck_assert(tf_node_output_range(sp, "n", &start, &count) && start == 3 && count == 1);
+  double scale;
+  ck_assert_int_eq(tf_node_attr_get_float(sp, "scale", &scale, &st), TF_OK);
+  ck_assert(scale == 1.5);
+  b = tf_node_begin(g, "TestSplit", "split2");
+  tf_node_add_input(b, (tf_output){a, 0});
+  tf_node_set_attr(b, "mode", tf_attr_string("c"));
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "'mode' = 'c'"));
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_names_scopes_devices_colocation) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *x = ph(g, "x", TF_FLOAT32, tf_shape_unknown());
+  /* explicit duplicate */
+  tf_node_builder *b = tf_node_begin(g, "Placeholder", "x");
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT32));
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_int_eq(st.code, TF_ALREADY_EXISTS);
+  tf_node *a1 = add(g, NULL, x, x, &st);
+  tf_node *a2 = add(g, NULL, x, x, &st);
+  ck_assert_str_eq(tf_node_name(a1), "TestAdd");
+  ck_assert_str_eq(tf_node_name(a2), "TestAdd_1");
+  tf_graph_push_scope(g, "layer");
+  tf_node *s1 = add(g, "w", x, x, &st);
+  tf_node *s2 = add(g, NULL, x, x, &st);
+  tf_graph_pop_scope(g);
+  tf_graph_push_scope(g, "layer");
+  tf_node *s3 = add(g, "w", x, x, &st);
+  tf_graph_pop_scope(g);
+  tf_graph_push_scope(g, "layer/");
+  tf_node *s4 = add(g, "v", x, x, &st);
+  tf_graph_pop_scope(g);
+  ck_assert_str_eq(tf_node_name(s1), "layer/w");
+  ck_assert_str_eq(tf_node_name(s2), "layer/TestAdd");
+  ck_assert_str_eq(tf_node_name(s3), "layer_1/w");
+  ck_assert_str_eq(tf_node_name(s4), "layer/v");
+  char buf[64];
+  ck_assert_str_eq(tf_graph_unique_name(g, "x", buf, sizeof buf), "x_1");
+  b = tf_node_begin(g, "TestAdd", "placed");
+  tf_node_add_input(b, (tf_output){x, 0});
+  tf_node_add_input(b, (tf_output){x, 0});
+  tf_node_set_device(b, "/job:ps/task:0");
+  tf_node_colocate_with(b, s1);
+  tf_node_add_control_input(b, a1);
+  tf_node *pl = tf_node_finish(b, &st);
+  ck_assert_msg(pl != NULL, "%s", st.msg);
+  ck_assert_str_eq(tf_node_device(pl), "/job:ps/task:0");
+  ck_assert_str_eq(tf_node_device(x), "");
+  const tf_attr_value *cls = tf_node_attr(pl, "_class");
+  ck_assert(cls && cls->is_list && cls->n == 1);
+  ck_assert_str_eq(cls->u.strs[0], "loc:@layer/w");
+  ck_assert_int_eq(tf_node_num_control_inputs(pl), 1);
+  ck_assert_ptr_eq(tf_node_control_input(pl, 0), a1);
+  tf_output o;
+  ck_assert_int_eq(tf_graph_find_output(g, "layer/w:0", &o, &st), TF_OK);
+  ck_assert_ptr_eq(o.node, s1);
+  ck_assert_int_eq(tf_graph_find_output(g, "layer/w:1", &o, &st), TF_INVALID_ARGUMENT);
+  ck_assert_int_eq(tf_graph_find_output(g, "nope", &o, &st), TF_NOT_FOUND);
+  ck_assert_int_eq(tf_graph_find_output(g, "x:abc", &o, &st), TF_INVALID_ARGUMENT);
+  tf_graph_free(g);
+}
+END_TEST
+
+static const char *in_x[] = {"x", "x:0"};
+static const char *in_cat[] = {"a", "b", "axis", "^x"};
+
+START_TEST(test_import_roundtrip_defs) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_tensor *zero = tf_tensor_scalar_i32(0);
+  /* out of order: consumers before producers */
+  tf_attr_kv ph_attrs[] = {{"dtype", tf_attr_type_v(TF_FLOAT32)},
+                           {"shape", tf_attr_shape(tf_shape_of(1, 4))}};
+  tf_attr_kv c_attrs[] = {{"value", tf_attr_tensor(zero)},
+                          {"dtype", tf_attr_type_v(TF_INT32)}};
+  tf_node_def defs[] = {
+      {.name = "cat", .op = "TestCat", .n_inputs = 4, .inputs = in_cat},
+      {.name = "sum", .op = "TestAdd", .n_inputs = 2, .inputs = in_x, .device = "/cpu:0"},
+      {.name = "a", .op = "TestAdd", .n_inputs = 2, .inputs = in_x},
+      {.name = "b", .op = "Identity", .n_inputs = 1, .inputs = in_x},
+      {.name = "axis", .op = "Const", .n_attrs = 2, .attrs = c_attrs},
+      {.name = "x", .op = "Placeholder", .n_attrs = 2, .attrs = ph_attrs},
+  };
+  ck_assert_msg(tf_graph_import(g, defs, 6, &st) == TF_OK, "%s", st.msg);
+  tf_tensor_unref(zero);
+  ck_assert_int_eq(tf_graph_num_nodes(g), 6);
+  tf_node *cat = tf_graph_find(g, "cat");
+  ck_assert(tf_shape_equal(tf_node_output_shape(cat, 0), &(tf_shape){1, {8}}));
+  ck_assert_int_eq(tf_node_num_control_inputs(cat), 1);
+  ck_assert_str_eq(tf_node_device(tf_graph_find(g, "sum")), "/cpu:0");
+  /* to_def gives back the same inputs */
+  tf_node_def d;
+  tf_node_to_def(cat, &d);
+  ck_assert_int_eq(d.n_inputs, 4);
+  ck_assert_str_eq(d.inputs[3], "^x");
+  ck_assert_str_eq(d.inputs[0], "a");
+  ck_assert_str_eq(d.op, "TestCat");
+  ck_assert_int_eq(d.n_attrs, 2); /* N and T */
+  tf_node_def_fini(&d);
+  /* import those defs again into a second graph */
+  tf_graph *g2 = tf_graph_new();
+  tf_node_def all[6];
+  for (int i = 0; i < 6; i++) tf_node_to_def(tf_graph_node(g, i), &all[i]);
+  ck_assert_msg(tf_graph_import(g2, all, 6, &st) == TF_OK, "%s", st.msg);
+  for (int i = 0; i < 6; i++) tf_node_def_fini(&all[i]);
+  ck_assert_int_eq(tf_graph_validate(g2, &st), TF_OK);
+  tf_graph_free(g2);
+  tf_graph_free(g);
+}
+END_TEST
+
+static const char *in_p[] = {"q"};
+static const char *in_q[] = {"p"};
+static const char *in_bad[] = {"p:7"};
+static const char *in_missing[] = {"nowhere"};
+static const char *in_ctl_first[] = {"^x", "x"};
+
+START_TEST(test_import_errors_add_nothing) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_attr_kv ph_attrs[] = {{"dtype", tf_attr_type_v(TF_FLOAT32)}};
+  tf_node_def cyc[] = {
+      {.name = "x", .op = "Placeholder", .n_attrs = 1, .attrs = ph_attrs},
+      {.name = "p", .op = "Identity", .n_inputs = 1, .inputs = in_p},
+      {.name = "q", .op = "Identity", .n_inputs = 1, .inputs = in_q},
+  };
+  ck_assert_int_eq(tf_graph_import(g, cyc, 3, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(st.msg, "cycle"));
+  ck_assert_int_eq(tf_graph_num_nodes(g), 0);
+  tf_node_def dup[] = {cyc[0], cyc[0]};
+  ck_assert_int_eq(tf_graph_import(g, dup, 2, &st), TF_ALREADY_EXISTS);
+  tf_node_def missing[] = {{.name = "m", .op = "Identity", .n_inputs = 1, .inputs = in_missing}};
+  ck_assert_int_eq(tf_graph_import(g, missing, 1, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(st.msg, "nowhere"));
+  tf_node_def badport[] = {cyc[0], {.name = "p", .op = "Identity", .n_inputs = 1, .inputs = (const char *[]){"x:7"}}};
+  ck_assert_int_eq(tf_graph_import(g, badport, 2, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(st.msg, "output 7"));
+  (void)in_bad;
+  tf_node_def ctl[] = {cyc[0], {.name = "c", .op = "Identity", .n_inputs = 2, .inputs = in_ctl_first}};
+  ck_assert_int_eq(tf_graph_import(g, ctl, 2, &st), TF_INVALID_ARGUMENT);
+  tf_node_def unk[] = {{.name = "u", .op = "NotAnOp"}};
+  ck_assert_int_eq(tf_graph_import(g, unk, 1, &st), TF_NOT_FOUND);
+  tf_node_def noname[] = {{.name = "", .op = "NoOp"}};
+  ck_assert_int_eq(tf_graph_import(g, noname, 1, &st), TF_INVALID_ARGUMENT);
+  tf_node_def arity[] = {cyc[0], {.name = "a", .op = "TestAdd", .n_inputs = 1, .inputs = (const char *[]){"x"}}};
+  ck_assert_int_eq(tf_graph_import(g, arity, 2, &st), TF_INVALID_ARGUMENT);
+  ck_assert_int_eq(tf_graph_num_nodes(g), 0);
+  /* success after failures; then a name clash with the existing graph */
+  ck_assert_int_eq(tf_graph_import(g, cyc, 1, &st), TF_OK);
+  ck_assert_int_eq(tf_graph_import(g, cyc, 1, &st), TF_ALREADY_EXISTS);
+  ck_assert_int_eq(tf_graph_num_nodes(g), 1);
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_large_chain_import) {
+  /* 20k-node chain, defs in reverse order: import must stay linear-ish. */
+  enum { N = 20000 };
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node_def *defs = calloc(N, sizeof *defs);
+  char **names = calloc(N, sizeof *names);
+  const char **ins = calloc(N, sizeof *ins);
+  tf_attr_kv ph_attrs[] = {{"dtype", tf_attr_type_v(TF_FLOAT32)}};
+  for (int i = 0; i < N; i++) {
+    names[i] = malloc(16);
+    snprintf(names[i], 16, "n%d", i);
+  }
+  for (int i = 0; i < N; i++) {
+    tf_node_def *d = &defs[N - 1 - i];
+    d->name = names[i];
+    if (i == 0) {
+      d->op = "Placeholder";
+      d->n_attrs = 1;
+      d->attrs = ph_attrs;
+    } else {
+      d->op = "Identity";
+      ins[i] = names[i - 1];
+      d->n_inputs = 1;
+      d->inputs = &ins[i];
+    }
+  }
+  ck_assert_msg(tf_graph_import(g, defs, N, &st) == TF_OK, "%s", st.msg);
+  ck_assert_int_eq(tf_graph_validate(g, &st), TF_OK);
+  for (int i = 0; i < N; i++) free(names[i]);
+  free(names);
+  free(ins);
+  free(defs);
+  tf_graph_free(g);
+}
+END_TEST
+
+Suite *tt_suite(void) {
+  Suite *s = suite_create("graph_build");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, test_type_inference_and_shapes);
+  tcase_add_test(tc, test_dtype_mismatch_and_disallowed);
+  tcase_add_test(tc, test_arity_unknown_op_missing_attr);
+  tcase_add_test(tc, test_lists_defaults_and_min);
+  tcase_add_test(tc, test_names_scopes_devices_colocation);
+  tcase_add_test(tc, test_import_roundtrip_defs);
+  tcase_add_test(tc, test_import_errors_add_nothing);
+  tcase_add_test(tc, test_large_chain_import);
+  suite_add_tcase(s, tc);
+  return s;
+}

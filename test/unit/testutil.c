@@ -1,0 +1,247 @@
+/* testutil.c: main for every unit test binary, seeded random inputs, op
+ * runners and tensor comparison. */
+#include "test/unit/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t seed_value;
+static uint64_t rng_state[4];
+
+static uint64_t splitmix(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static void reseed(uint64_t s) {
+  for (int i = 0; i < 4; i++) rng_state[i] = splitmix(&s);
+}
+
+uint64_t tt_seed(void) { return seed_value; }
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t tt_rand_u64(void) {
+  uint64_t *s = rng_state;
+  uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return r;
+}
+
+double tt_rand_uniform(double lo, double hi) {
+  return lo + (hi - lo) * ((double)(tt_rand_u64() >> 11) * 0x1.0p-53);
+}
+
+double tt_rand_normal(void) {
+  double u1 = tt_rand_uniform(1e-300, 1.0), u2 = tt_rand_uniform(0.0, 1.0);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static void set_elem(tf_tensor *t, int64_t i, double v) {
+  void *p = (char *)t->data + (size_t)i * tf_dtype_size(t->dtype);
+  switch (t->dtype) {
+  case TF_FLOAT32: *(float *)p = (float)v; break;
+  case TF_FLOAT64: *(double *)p = v; break;
+  case TF_INT8: *(int8_t *)p = (int8_t)v; break;
+  case TF_INT16: *(int16_t *)p = (int16_t)v; break;
+  case TF_INT32: *(int32_t *)p = (int32_t)v; break;
+  case TF_INT64: *(int64_t *)p = (int64_t)v; break;
+  case TF_UINT8: *(uint8_t *)p = (uint8_t)v; break;
+  case TF_UINT16: *(uint16_t *)p = (uint16_t)v; break;
+  case TF_UINT32: *(uint32_t *)p = (uint32_t)v; break;
+  case TF_UINT64: *(uint64_t *)p = (uint64_t)v; break;
+  case TF_BOOL: *(bool *)p = v != 0; break;
+  case TF_BFLOAT16: *(tf_bfloat16 *)p = tf_float_to_bfloat16((float)v); break;
+  case TF_FLOAT16: *(tf_float16 *)p = tf_float_to_float16((float)v); break;
+  case TF_COMPLEX64: ((tf_complex64 *)p)->re = (float)v; ((tf_complex64 *)p)->im = 0; break;
+  default: ck_abort_msg("tt: cannot set elements of %s", tf_dtype_name(t->dtype));
+  }
+}
+
+static tf_tensor *new_tensor(tf_dtype dt, tf_shape shape) {
+  tf_tensor *t;
+  tf_status st;
+  ck_assert_msg(tf_tensor_new(dt, &shape, &t, &st) == TF_OK, "%s", st.msg);
+  return t;
+}
+
+tf_tensor *tt_rand(tf_dtype dt, tf_shape shape, double lo, double hi) {
+  tf_tensor *t = new_tensor(dt, shape);
+  for (int64_t i = 0; i < t->n; i++) {
+    double v;
+    if (tf_dtype_is_integer(dt)) {
+      v = floor(tt_rand_uniform(lo, hi + 1));
+      if (v > hi) v = hi;
+    } else if (dt == TF_BOOL) {
+      v = (double)(tt_rand_u64() & 1);
+    } else {
+      v = tt_rand_uniform(lo, hi);
+    }
+    set_elem(t, i, v);
+  }
+  return t;
+}
+
+tf_tensor *tt_tensor(tf_dtype dt, tf_shape shape, const double *v) {
+  tf_tensor *t = new_tensor(dt, shape);
+  for (int64_t i = 0; i < t->n; i++) set_elem(t, i, v[i]);
+  return t;
+}
+
+tf_tensor *tt_tensor_i(tf_dtype dt, tf_shape shape, const int64_t *v) {
+  tf_tensor *t = new_tensor(dt, shape);
+  for (int64_t i = 0; i < t->n; i++) {
+    void *p = (char *)t->data + (size_t)i * tf_dtype_size(dt);
+    if (dt == TF_INT64) {
+      *(int64_t *)p = v[i];
+    } else if (dt == TF_UINT64) {
+      *(uint64_t *)p = (uint64_t)v[i];
+    } else {
+      set_elem(t, i, (double)v[i]);
+    }
+  }
+  return t;
+}
+
+int tt_run(const char *op, tf_tensor *const *in, int n_in,
+           const tf_attr_kv *attrs, int n_attrs, tf_tensor **out, int max_out) {
+  tf_status st;
+  tf_status_init(&st);
+  int n = max_out;
+  tf_code rc = tf_execute(op, in, n_in, attrs, n_attrs, out, &n, &st);
+  ck_assert_msg(rc == TF_OK, "%s failed: %s: %s", op, tf_code_name(rc), st.msg);
+  return n;
+}
+
+tf_tensor *tt_run1(const char *op, tf_tensor *const *in, int n_in,
+                   const tf_attr_kv *attrs, int n_attrs) {
+  tf_tensor *out[8] = {0};
+  int n = tt_run(op, in, n_in, attrs, n_attrs, out, 8);
+  ck_assert_msg(n == 1, "%s gave %d outputs, expected 1", op, n);
+  return out[0];
+}
+
+const char *tt_run_fail(const char *op, tf_tensor *const *in, int n_in,
+                        const tf_attr_kv *attrs, int n_attrs, tf_code code) {
+  static tf_status st;
+  tf_status_init(&st);
+  tf_tensor *out[64] = {0};
+  int n = 64;
+  tf_code rc = tf_execute(op, in, n_in, attrs, n_attrs, out, &n, &st);
+  if (rc == TF_OK) tt_free(out, n);
+  ck_assert_msg(rc == code, "%s: expected %s, got %s: %s", op,
+                tf_code_name(code), tf_code_name(rc), st.msg);
+  ck_assert_msg(st.msg[0] != '\0', "%s: error without a message", op);
+  return st.msg;
+}
+
+void tt__assert_close(const tf_tensor *got, const tf_tensor *want, double atol,
+                      double rtol, const char *file, int line) {
+  char a[256], b[256];
+  ck_assert_msg(got != NULL && want != NULL, "%s:%d: NULL tensor", file, line);
+  ck_assert_msg(got->dtype == want->dtype && tf_shape_equal(&got->shape, &want->shape),
+                "%s:%d: got %s, want %s", file, line,
+                tf_tensor_str(got, a, sizeof a), tf_tensor_str(want, b, sizeof b));
+  if (got->dtype == TF_STRING) {
+    ck_assert_msg(tf_tensor_equal(got, want), "%s:%d: strings differ", file, line);
+    return;
+  }
+  for (int64_t i = 0; i < got->n; i++) {
+    double g = tf_tensor_get_f64(got, i), w = tf_tensor_get_f64(want, i);
+    if (isnan(w) && isnan(g)) continue;
+    if (tf_dtype_is_integer(got->dtype) || got->dtype == TF_BOOL) {
+      int64_t gi = tf_tensor_get_i64(got, i), wi = tf_tensor_get_i64(want, i);
+      ck_assert_msg(gi == wi, "%s:%d: element %lld: got %lld, want %lld (seed %llu)",
+                    file, line, (long long)i, (long long)gi, (long long)wi,
+                    (unsigned long long)seed_value);
+      continue;
+    }
+    bool ok = (g == w) || fabs(g - w) <= atol + rtol * fabs(w);
+    ck_assert_msg(ok, "%s:%d: element %lld: got %.9g, want %.9g (|diff| %.3g > "
+                  "atol %.3g + rtol %.3g * |want|; seed %llu)", file, line,
+                  (long long)i, g, w, fabs(g - w), atol, rtol,
+                  (unsigned long long)seed_value);
+  }
+}
+
+void tt__assert_shape(const tf_tensor *t, tf_shape want, const char *file,
+                      int line) {
+  char a[200], b[200];
+  ck_assert_msg(tf_shape_equal(&t->shape, &want), "%s:%d: shape %s, want %s",
+                file, line, tf_shape_str(&t->shape, a, sizeof a),
+                tf_shape_str(&want, b, sizeof b));
+}
+
+void tt_free(tf_tensor **t, int n) {
+  for (int i = 0; i < n; i++) {
+    tf_tensor_unref(t[i]);
+    t[i] = NULL;
+  }
+}
+
+int tt_numpy(const char *script, tf_tensor *const *in, int n_in,
+             tf_tensor **out, int max_out) {
+  if (access("/usr/bin/python3", X_OK) != 0 ||
+      system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "tt_numpy: numpy not available, reference skipped\n");
+    return -1;
+  }
+  char dir[] = "/tmp/tt_numpy_XXXXXX";
+  ck_assert(mkdtemp(dir) != NULL);
+  tf_status st;
+  char path[512];
+  for (int i = 0; i < n_in; i++) {
+    snprintf(path, sizeof path, "%s/in%d.npy", dir, i);
+    ck_assert_msg(tf_tensor_save_npy(in[i], path, &st) == TF_OK, "%s", st.msg);
+  }
+  snprintf(path, sizeof path, "%s/script.py", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert(f != NULL);
+  fprintf(f, "import numpy as np, os\nos.chdir(%s%s%s)\n"
+             "ins = [np.load('in%%d.npy' %% i) for i in range(%d)]\n"
+             "outs = []\n%s\n"
+             "for i, o in enumerate(outs): np.save('out%%d.npy' %% i, np.asarray(o))\n",
+          "'", dir, "'", n_in, script);
+  fclose(f);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "cd %s && /usr/bin/python3 script.py", dir);
+  ck_assert_msg(system(cmd) == 0, "numpy script failed:\n%s", script);
+  int n = 0;
+  for (; n < max_out; n++) {
+    snprintf(path, sizeof path, "%s/out%d.npy", dir, n);
+    if (access(path, R_OK) != 0) break;
+    ck_assert_msg(tf_tensor_load_npy(path, &out[n], &st) == TF_OK, "%s", st.msg);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "tt_numpy: could not remove %s\n", dir);
+  return n;
+}
+
+static void seed_from_env(void) {
+  const char *env = getenv("TF_TEST_SEED");
+  seed_value = env ? strtoull(env, NULL, 0)
+                   : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+  reseed(seed_value);
+}
+
+int main(void) {
+  seed_from_env();
+  printf("seed %llu (set TF_TEST_SEED to replay)\n", (unsigned long long)seed_value);
+  fflush(stdout);
+  SRunner *sr = srunner_create(tt_suite());
+  srunner_run_all(sr, CK_ENV);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}

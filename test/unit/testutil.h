@@ -1,0 +1,65 @@
+/* testutil.h: helpers shared by the Check unit tests.
+ *
+ * Each test file defines `Suite *tt_suite(void)`; testutil.c provides main,
+ * which runs it in fork mode and exits non-zero on any failure. Random
+ * inputs come from tt_rng, seeded from $TF_TEST_SEED or the clock; the seed
+ * is printed so a failure can be replayed. */
+#ifndef TF_TEST_TESTUTIL_H
+#define TF_TEST_TESTUTIL_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "tf/tf.h"
+
+Suite *tt_suite(void);
+
+/* The run's seed (printed at start). */
+uint64_t tt_seed(void);
+/* xoshiro-style generator; tt_rng_reseed(tt_seed() ^ k) per test. */
+uint64_t tt_rand_u64(void);
+double tt_rand_uniform(double lo, double hi);
+double tt_rand_normal(void);
+
+/* Random tensor: floats uniform in [lo, hi); ints uniform in [lo, hi];
+ * bool 0/1. */
+tf_tensor *tt_rand(tf_dtype dt, tf_shape shape, double lo, double hi);
+/* Tensor from doubles (converted to dt). */
+tf_tensor *tt_tensor(tf_dtype dt, tf_shape shape, const double *v);
+/* Tensor from an int64 array (converted to dt). */
+tf_tensor *tt_tensor_i(tf_dtype dt, tf_shape shape, const int64_t *v);
+
+/* Runs op and requires OK; out[] gets the outputs; returns the count. */
+int tt_run(const char *op, tf_tensor *const *in, int n_in,
+           const tf_attr_kv *attrs, int n_attrs, tf_tensor **out,
+           int max_out);
+/* Runs op expecting exactly one output. */
+tf_tensor *tt_run1(const char *op, tf_tensor *const *in, int n_in,
+                   const tf_attr_kv *attrs, int n_attrs);
+/* Runs op expecting failure with code; returns the message (static). */
+const char *tt_run_fail(const char *op, tf_tensor *const *in, int n_in,
+                        const tf_attr_kv *attrs, int n_attrs, tf_code code);
+
+/* Asserts same dtype and shape, and |got - want| <= atol + rtol * |want|
+ * elementwise (NaNs must match). Failure names the first bad index. */
+#define tt_assert_close(got, want, atol, rtol)                                 \
+  tt__assert_close((got), (want), (atol), (rtol), __FILE__, __LINE__)
+void tt__assert_close(const tf_tensor *got, const tf_tensor *want, double atol,
+                      double rtol, const char *file, int line);
+/* Asserts shape equality against dims. */
+#define tt_assert_shape(t, ...)                                                \
+  tt__assert_shape((t), tf_shape_of(__VA_ARGS__), __FILE__, __LINE__)
+void tt__assert_shape(const tf_tensor *t, tf_shape want, const char *file,
+                      int line);
+
+/* Unrefs an array of tensors. */
+void tt_free(tf_tensor **t, int n);
+
+/* Runs /usr/bin/python3 with numpy on script, passing tensors as .npy
+ * files in a temp dir: inputs are in0.npy.., the script must write
+ * out0.npy..; returns the number of outputs read into out. Skips
+ * (returns -1) when numpy is not available. Needs the .npy codec. */
+int tt_numpy(const char *script, tf_tensor *const *in, int n_in,
+             tf_tensor **out, int max_out);
+
+#endif
