@@ -299,8 +299,9 @@ int64_t tf_tensor_get_i64(const tf_tensor *t, int64_t i) {
   default: {
     double d = tf_tensor_get_f64(t, i);
     if (!(d == d)) return 0;
-    if (d >= 9.2e18) return INT64_MAX;
-    if (d <= -9.2e18) return INT64_MIN;
+    /* Saturate outside [-2^63, 2^63); every double inside converts. */
+    if (d >= 0x1p63) return INT64_MAX;
+    if (d < -0x1p63) return INT64_MIN;
     return (int64_t)d;
   }
   }

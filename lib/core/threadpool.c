@@ -1,8 +1,10 @@
 /* threadpool.c: a fork-join pool for intra-op parallelism.
  *
  * One job at a time per pool (a mutex serialises callers); the caller
- * runs chunk 0 and helpers claim the rest through an atomic counter. A
- * thread-local flag makes nested parallel_for calls run inline. */
+ * and the helpers claim balanced chunks through an atomic counter tagged
+ * with the job's generation, so a helper that wakes late for a finished
+ * job can never claim chunks of the next one. A thread-local flag makes
+ * nested parallel_for calls run inline. */
 #include "lib/core/threadpool.h"
 
 #include <pthread.h>
@@ -19,27 +21,49 @@ struct tf_threadpool {
   pthread_mutex_t job_lock; /* one job at a time */
   pthread_mutex_t mu;
   pthread_cond_t work_cv, done_cv;
-  uint64_t generation; /* bumped per job */
+  uint32_t generation; /* bumped per job */
   bool stop;
-  /* current job */
+  /* current job, under mu */
   tf_range_fn fn;
   void *arg;
-  int64_t n, chunk;
+  int64_t n;
   int n_chunks;
-  atomic_int next_chunk;
-  int remaining; /* chunks not finished, under mu */
+  int remaining; /* chunks not finished */
+  /* generation << 32 | next unclaimed chunk */
+  _Atomic uint64_t claim;
 };
+
+/* A job as one thread saw it when it joined. */
+typedef struct {
+  tf_range_fn fn;
+  void *arg;
+  int64_t n;
+  int n_chunks;
+  uint32_t gen;
+} job;
 
 static _Thread_local const tf_threadpool *inside_pool;
 
-static void run_chunks(tf_threadpool *p) {
-  int done = 0;
-  for (;;) {
-    int c = atomic_fetch_add(&p->next_chunk, 1);
-    if (c >= p->n_chunks) break;
-    int64_t b = (int64_t)c * p->chunk;
-    int64_t e = TF_MIN(p->n, b + p->chunk);
-    p->fn(p->arg, b, e);
+/* Claims the next chunk of job j; -1 when none is left or the pool has
+ * moved on to another job. */
+static int claim_chunk(tf_threadpool *p, const job *j) {
+  uint64_t v = atomic_load(&p->claim);
+  do {
+    if ((uint32_t)(v >> 32) != j->gen || (uint32_t)v >= (uint32_t)j->n_chunks) {
+      return -1;
+    }
+  } while (!atomic_compare_exchange_weak(&p->claim, &v, v + 1));
+  return (int)(uint32_t)v;
+}
+
+/* Runs chunks of j until none is left; records them under mu. Chunk c of k
+ * covers [c*q + min(c, r), ...) with q = n / k, r = n % k: q or q + 1. */
+static void run_chunks(tf_threadpool *p, const job *j) {
+  int done = 0, c;
+  int64_t q = j->n / j->n_chunks, r = j->n % j->n_chunks;
+  while ((c = claim_chunk(p, j)) >= 0) {
+    int64_t b = c * q + TF_MIN((int64_t)c, r);
+    j->fn(j->arg, b, b + q + (c < r));
     done++;
   }
   if (done > 0) {
@@ -53,14 +77,15 @@ static void run_chunks(tf_threadpool *p) {
 static void *worker_main(void *arg) {
   tf_threadpool *p = arg;
   inside_pool = p;
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   pthread_mutex_lock(&p->mu);
   for (;;) {
     while (!p->stop && p->generation == seen) pthread_cond_wait(&p->work_cv, &p->mu);
     if (p->stop) break;
     seen = p->generation;
+    job j = {p->fn, p->arg, p->n, p->n_chunks, seen};
     pthread_mutex_unlock(&p->mu);
-    run_chunks(p);
+    run_chunks(p, &j);
     pthread_mutex_lock(&p->mu);
   }
   pthread_mutex_unlock(&p->mu);
@@ -126,23 +151,22 @@ void tf_parallel_for(tf_threadpool *p, int64_t n, int64_t min_chunk,
     fn(arg, 0, n);
     return;
   }
-  int64_t chunks = TF_MIN((int64_t)p->n_threads, (n + min_chunk - 1) / min_chunk);
-  int64_t chunk = (n + chunks - 1) / chunks;
+  /* n > min_chunk, so 1 <= chunks and every chunk has >= min_chunk. */
+  int64_t chunks = TF_MIN((int64_t)p->n_threads, n / min_chunk);
   pthread_mutex_lock(&p->job_lock);
   pthread_mutex_lock(&p->mu);
+  job j = {fn, arg, n, (int)chunks, ++p->generation};
   p->fn = fn;
   p->arg = arg;
   p->n = n;
-  p->chunk = chunk;
-  p->n_chunks = (int)((n + chunk - 1) / chunk);
-  p->remaining = p->n_chunks;
-  atomic_store(&p->next_chunk, 0);
-  p->generation++;
+  p->n_chunks = j.n_chunks;
+  p->remaining = j.n_chunks;
+  atomic_store(&p->claim, (uint64_t)j.gen << 32);
   pthread_cond_broadcast(&p->work_cv);
   pthread_mutex_unlock(&p->mu);
   const tf_threadpool *saved = inside_pool;
   inside_pool = p;
-  run_chunks(p);
+  run_chunks(p, &j);
   inside_pool = saved;
   pthread_mutex_lock(&p->mu);
   while (p->remaining > 0) pthread_cond_wait(&p->done_cv, &p->mu);

@@ -16,7 +16,9 @@ Suite *tt_suite(void);
 
 /* The run's seed (printed at start). */
 uint64_t tt_seed(void);
-/* xoshiro-style generator; tt_rng_reseed(tt_seed() ^ k) per test. */
+/* xoshiro256** generator. Every forked test starts from the run's seed;
+ * tt_rng_reseed(tt_seed() ^ k) gives a test its own stream. */
+void tt_rng_reseed(uint64_t seed);
 uint64_t tt_rand_u64(void);
 double tt_rand_uniform(double lo, double hi);
 double tt_rand_normal(void);
