@@ -1,0 +1,236 @@
+/* ops_math_binary.c: op definitions of the element-wise binary math family
+ * (arithmetic, comparisons, logical and/or with NumPy broadcasting) and of
+ * Select, AddN, BiasAdd and ClipByValue, with their shape functions.
+ *
+ * Shape functions accept unknown ranks and dims and only fail on what the
+ * known parts already rule out; the kernels check the rest at run time. */
+#include <string.h>
+
+#include "lib/core/op_registry.h"
+
+#define NUM_T "{float, double, int8, int16, int32, int64, uint8, uint16, " \
+              "uint32, uint64}"
+#define EQ_T "{float, double, int8, int16, int32, int64, uint8, uint16, " \
+             "uint32, uint64, bool}"
+
+/* ---- shape helpers ---------------------------------------------------- */
+
+/* Unifies two partially known shapes: unknown rank or dim takes the other
+ * side's. False on a known conflict (rank or dim). */
+static bool merge_shapes(const tf_shape *a, const tf_shape *b, tf_shape *out) {
+  if (a->rank == TF_UNKNOWN_RANK || b->rank == TF_UNKNOWN_RANK) {
+    *out = a->rank == TF_UNKNOWN_RANK ? *b : *a;
+    return true;
+  }
+  if (a->rank != b->rank) {
+    return false;
+  }
+  tf_shape m = *a;
+  for (int i = 0; i < a->rank; i++) {
+    int64_t x = a->dims[i], y = b->dims[i];
+    if (x >= 0 && y >= 0 && x != y) {
+      return false;
+    }
+    m.dims[i] = x >= 0 ? x : y;
+  }
+  *out = m;
+  return true;
+}
+
+static const char *sstr(const tf_shape *s, char *buf, size_t size) {
+  return tf_shape_str(s, buf, size);
+}
+
+/* ---- shape functions -------------------------------------------------- */
+
+/* Equal / NotEqual: with incompatible_shape_error=false a pair that does
+ * not broadcast gives a scalar instead of an error, so only fully known
+ * shapes say which. */
+static tf_code equality_shape(tf_shape_ctx *ctx) {
+  const tf_attr_value *v =
+      tf_node_attr(ctx->node, "incompatible_shape_error");
+  if (v == NULL || v->type != TF_ATTR_BOOL || v->u.b) {
+    return tf_shape_fn_broadcast(ctx);
+  }
+  if (!tf_shape_is_fully_defined(&ctx->in[0]) ||
+      !tf_shape_is_fully_defined(&ctx->in[1])) {
+    ctx->out[0] = tf_shape_unknown();
+    return TF_OK;
+  }
+  if (tf_shape_broadcast(&ctx->in[0], &ctx->in[1], &ctx->out[0], NULL) !=
+      TF_OK) {
+    ctx->out[0] = tf_shape_scalar();
+  }
+  return TF_OK;
+}
+
+/* Select (TF v1): t and e agree; condition is a scalar, has t's shape, or
+ * is a vector as long as t's first dim. */
+static tf_code select_shape(tf_shape_ctx *ctx) {
+  const tf_shape *c = &ctx->in[0];
+  tf_shape data;
+  char a[128], b[128];
+  if (!merge_shapes(&ctx->in[1], &ctx->in[2], &data)) {
+    return tf_shape_error(ctx, "'t' and 'e' must have the same shape, got "
+                          "%s and %s", sstr(&ctx->in[1], a, sizeof(a)),
+                          sstr(&ctx->in[2], b, sizeof(b)));
+  }
+  ctx->out[0] = data;
+  if (data.rank == TF_UNKNOWN_RANK && c->rank >= 2) {
+    ctx->out[0] = *c; /* only a vector condition differs from t's shape */
+  }
+  if (c->rank == TF_UNKNOWN_RANK || data.rank == TF_UNKNOWN_RANK ||
+      c->rank == 0) {
+    return TF_OK;
+  }
+  bool ok;
+  if (c->rank == 1 && data.rank >= 1) {
+    int64_t x = c->dims[0], y = data.dims[0];
+    ok = x < 0 || y < 0 || x == y;
+    if (ok && data.rank == 1) {
+      ctx->out[0].dims[0] = x >= 0 ? x : y;
+    }
+  } else {
+    ok = merge_shapes(&data, c, &ctx->out[0]);
+  }
+  if (!ok) {
+    return tf_shape_error(ctx, "condition must be a scalar, a vector as long "
+                          "as t's first dim, or have t's shape: got "
+                          "condition %s and t %s", sstr(c, a, sizeof(a)),
+                          sstr(&data, b, sizeof(b)));
+  }
+  return TF_OK;
+}
+
+/* AddN: every input has the same shape. */
+static tf_code addn_shape(tf_shape_ctx *ctx) {
+  tf_shape m = ctx->in[0];
+  for (int i = 1; i < ctx->n_in; i++) {
+    if (!merge_shapes(&m, &ctx->in[i], &m)) {
+      char a[128], b[128];
+      return tf_shape_error(ctx, "inputs must all have the same shape: "
+                            "input 0 is %s, input %d is %s",
+                            sstr(&ctx->in[0], a, sizeof(a)), i,
+                            sstr(&ctx->in[i], b, sizeof(b)));
+    }
+  }
+  ctx->out[0] = m;
+  return TF_OK;
+}
+
+/* BiasAdd: value of rank >= 2 (NHWC: channels last) or >= 3 (NCHW:
+ * channels at dim 1); bias a vector as long as the channel dim. */
+static tf_code bias_add_shape(tf_shape_ctx *ctx) {
+  const tf_attr_value *df = tf_node_attr(ctx->node, "data_format");
+  bool nchw = df != NULL && df->type == TF_ATTR_STRING &&
+              strcmp(df->u.s, "NCHW") == 0;
+  const tf_shape *v = &ctx->in[0], *bias = &ctx->in[1];
+  char a[128], b[128];
+  int min_rank = nchw ? 3 : 2;
+  if (v->rank != TF_UNKNOWN_RANK && v->rank < min_rank) {
+    return tf_shape_error(ctx, "value must be at least %dD for data_format "
+                          "%s: %s", min_rank, nchw ? "NCHW" : "NHWC",
+                          sstr(v, a, sizeof(a)));
+  }
+  if (bias->rank != TF_UNKNOWN_RANK && bias->rank != 1) {
+    return tf_shape_error(ctx, "bias must be a vector: %s",
+                          sstr(bias, a, sizeof(a)));
+  }
+  ctx->out[0] = *v;
+  if (v->rank == TF_UNKNOWN_RANK || bias->rank == TF_UNKNOWN_RANK) {
+    return TF_OK;
+  }
+  int cdim = nchw ? 1 : v->rank - 1;
+  int64_t x = v->dims[cdim], y = bias->dims[0];
+  if (x >= 0 && y >= 0 && x != y) {
+    return tf_shape_error(ctx, "bias must be as long as value's channel dim "
+                          "%d: got bias %s, value %s", cdim,
+                          sstr(bias, a, sizeof(a)), sstr(v, b, sizeof(b)));
+  }
+  ctx->out[0].dims[cdim] = x >= 0 ? x : y;
+  return TF_OK;
+}
+
+/* ClipByValue: bounds are scalars or have t's shape. */
+static tf_code clip_shape(tf_shape_ctx *ctx) {
+  static const char *const names[3] = {"t", "clip_value_min",
+                                       "clip_value_max"};
+  tf_shape m = ctx->in[0];
+  for (int i = 1; i < 3; i++) {
+    const tf_shape *s = &ctx->in[i];
+    if (s->rank == TF_UNKNOWN_RANK || s->rank == 0) {
+      continue;
+    }
+    if (!merge_shapes(&m, s, &m)) {
+      char a[128], b[128];
+      return tf_shape_error(ctx, "%s must be a scalar or have the shape of "
+                            "t %s, got %s", names[i],
+                            sstr(&ctx->in[0], a, sizeof(a)),
+                            sstr(s, b, sizeof(b)));
+    }
+  }
+  ctx->out[0] = m;
+  return TF_OK;
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+#define BINARY(name, T, OUT, flags, doc)                                       \
+  {name, {"x: " T, "y: " T}, {"z: " OUT}, {"T: " NUM_T},                       \
+   tf_shape_fn_broadcast, flags, doc}
+#define ARITH(name, doc) BINARY(name, "T", "T", 0, doc)
+#define COMPARE(name, doc)                                                     \
+  BINARY(name, "T", "bool", TF_OP_NOT_DIFFERENTIABLE, doc)
+
+static const tf_op_spec k_math_binary_ops[] = {
+    ARITH("Add", "x + y element-wise, with broadcasting."),
+    ARITH("Sub", "x - y element-wise, with broadcasting."),
+    ARITH("Mul", "x * y element-wise, with broadcasting."),
+    ARITH("Div", "x / y element-wise (integers truncate; dividing an integer "
+                 "by zero is an error)."),
+    {"FloorDiv", {"x: T", "y: T"}, {"z: T"}, {"T: " NUM_T},
+     tf_shape_fn_broadcast, TF_OP_NOT_DIFFERENTIABLE,
+     "floor(x / y) element-wise (dividing an integer by zero is an error)."},
+    ARITH("Mod", "Floor remainder x - floor(x / y) * y: the sign of y (as "
+                 "TF's FloorMod)."),
+    ARITH("Pow", "x ** y element-wise (integers to negative powers are an "
+                 "error)."),
+    ARITH("Maximum", "max(x, y) element-wise; NaN wins."),
+    ARITH("Minimum", "min(x, y) element-wise; NaN wins."),
+    COMPARE("Greater", "x > y element-wise, with broadcasting."),
+    COMPARE("GreaterEqual", "x >= y element-wise, with broadcasting."),
+    COMPARE("Less", "x < y element-wise, with broadcasting."),
+    COMPARE("LessEqual", "x <= y element-wise, with broadcasting."),
+    {"Equal", {"x: T", "y: T"}, {"z: bool"},
+     {"T: " EQ_T, "incompatible_shape_error: bool = true"}, equality_shape,
+     TF_OP_NOT_DIFFERENTIABLE,
+     "x == y element-wise; shapes that do not broadcast give false when "
+     "incompatible_shape_error is false."},
+    {"NotEqual", {"x: T", "y: T"}, {"z: bool"},
+     {"T: " EQ_T, "incompatible_shape_error: bool = true"}, equality_shape,
+     TF_OP_NOT_DIFFERENTIABLE,
+     "x != y element-wise; shapes that do not broadcast give true when "
+     "incompatible_shape_error is false."},
+    {"LogicalAnd", {"x: bool", "y: bool"}, {"z: bool"}, {NULL},
+     tf_shape_fn_broadcast, TF_OP_NOT_DIFFERENTIABLE,
+     "x AND y element-wise, with broadcasting."},
+    {"LogicalOr", {"x: bool", "y: bool"}, {"z: bool"}, {NULL},
+     tf_shape_fn_broadcast, TF_OP_NOT_DIFFERENTIABLE,
+     "x OR y element-wise, with broadcasting."},
+    {"Select", {"condition: bool", "t: T", "e: T"}, {"output: T"},
+     {"T: type"}, select_shape, 0,
+     "Picks t where condition is true, else e (condition: scalar, t's shape, "
+     "or a vector over t's first dim)."},
+    {"AddN", {"inputs: N * T"}, {"sum: T"}, {"N: int >= 1", "T: " NUM_T},
+     addn_shape, 0, "Sums N tensors of the same shape and dtype."},
+    {"BiasAdd", {"value: T", "bias: T"}, {"output: T"},
+     {"T: " NUM_T, "data_format: {'NHWC', 'NCHW'} = 'NHWC'"}, bias_add_shape,
+     0, "Adds a 1-D bias along value's channel dim (last for NHWC, 1 for "
+        "NCHW)."},
+    {"ClipByValue", {"t: T", "clip_value_min: T", "clip_value_max: T"},
+     {"output: T"}, {"T: " NUM_T}, clip_shape, 0,
+     "max(min(t, clip_value_max), clip_value_min); bounds are scalars or "
+     "t's shape."},
+};
+
+TF_REGISTER_OPS("math_binary", k_math_binary_ops)

@@ -1,0 +1,253 @@
+/* ops_math_binary_test.c: shape inference and graph-validation errors of
+ * the math_binary ops (broadcasting binaries, comparisons, logical ops,
+ * Equal's incompatible_shape_error, Select, AddN, BiasAdd, ClipByValue) on
+ * Placeholders of partially known shape: unknown dims and unknown ranks
+ * refine or stay unknown, known conflicts fail naming the shapes. */
+#include <string.h>
+
+#include "lib/core/op_registry.h"
+#include "test/unit/testutil.h"
+
+#define U TF_UNKNOWN_DIM
+#define SHAPE(...)                                                             \
+  tf_shape_make((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),    \
+                (int64_t[]){__VA_ARGS__})
+#define SCALAR tf_shape_scalar()
+#define UNKNOWN tf_shape_unknown()
+
+typedef struct arg {
+  tf_dtype dt;
+  tf_shape shape;
+} arg;
+
+static tf_output placeholder(tf_graph *g, arg a) {
+  tf_status st;
+  tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(a.dt));
+  tf_node_set_attr(b, "shape", tf_attr_shape(a.shape));
+  tf_node *n = tf_node_finish(b, &st);
+  ck_assert_msg(n != NULL, "%s", st.msg);
+  return (tf_output){n, 0};
+}
+
+/* Builds op on Placeholders for args (AddN: one list) with an optional
+ * attr; NULL on error with the message in *st. */
+static tf_node *build(tf_graph *g, const char *op, const arg *args, int n,
+                      const tf_attr_kv *attr, tf_status *st) {
+  tf_output in[8];
+  for (int i = 0; i < n; i++) {
+    in[i] = placeholder(g, args[i]);
+  }
+  tf_node_builder *b = tf_node_begin(g, op, "m");
+  if (!strcmp(op, "AddN")) {
+    tf_node_add_input_list(b, in, n);
+  } else {
+    for (int i = 0; i < n; i++) {
+      tf_node_add_input(b, in[i]);
+    }
+  }
+  if (attr != NULL) {
+    tf_node_set_attr(b, attr->name, attr->value);
+  }
+  tf_status_init(st);
+  return tf_node_finish(b, st);
+}
+
+static void expect_shape(const char *op, const arg *args, int n,
+                         const tf_attr_kv *attr, tf_shape want,
+                         tf_dtype want_dt) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *node = build(g, op, args, n, attr, &st);
+  ck_assert_msg(node != NULL, "%s: %s", op, st.msg);
+  const tf_shape *got = tf_node_output_shape(node, 0);
+  char a[128], b[128];
+  ck_assert_msg(tf_shape_equal(got, &want), "%s: inferred %s, want %s", op,
+                tf_shape_str(got, a, sizeof(a)), tf_shape_str(&want, b, sizeof(b)));
+  ck_assert_int_eq(tf_node_output_type(node, 0), want_dt);
+  tf_graph_free(g);
+}
+
+/* Building fails with INVALID_ARGUMENT mentioning every needle. */
+static void expect_error(const char *op, const arg *args, int n,
+                         const tf_attr_kv *attr, const char *const *needles) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *node = build(g, op, args, n, attr, &st);
+  ck_assert_msg(node == NULL, "%s: expected an error", op);
+  ck_assert_msg(st.code == TF_INVALID_ARGUMENT, "%s: %s: %s", op,
+                tf_code_name(st.code), st.msg);
+  for (int i = 0; needles[i] != NULL; i++) {
+    ck_assert_msg(strstr(st.msg, needles[i]) != NULL, "%s: '%s' not in: %s",
+                  op, needles[i], st.msg);
+  }
+  tf_graph_free(g);
+}
+
+#define F(...) ((arg){TF_FLOAT32, SHAPE(__VA_ARGS__)})
+#define FS ((arg){TF_FLOAT32, SCALAR})
+#define FU ((arg){TF_FLOAT32, UNKNOWN})
+#define B(...) ((arg){TF_BOOL, SHAPE(__VA_ARGS__)})
+#define ARGS(...) ((arg[]){__VA_ARGS__}), (int)(sizeof((arg[]){__VA_ARGS__}) / sizeof(arg))
+
+START_TEST(test_broadcast_ops) {
+  const char *ops[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow",
+                       "Maximum", "Minimum", "Greater", "GreaterEqual", "Less",
+                       "LessEqual", "Equal", "NotEqual"};
+  for (int i = 0; i < 15; i++) {
+    tf_dtype dt = i >= 9 ? TF_BOOL : TF_FLOAT32;
+    expect_shape(ops[i], ARGS(F(2, U), F(3)), NULL, SHAPE(2, 3), dt);
+    expect_shape(ops[i], ARGS(F(U, 1), F(1, 5)), NULL, SHAPE(U, 5), dt);
+    expect_shape(ops[i], ARGS(F(4, 1, 3), F(2, 1)), NULL, SHAPE(4, 2, 3), dt);
+    expect_shape(ops[i], ARGS(FS, F(0, 3)), NULL, SHAPE(0, 3), dt);
+    expect_shape(ops[i], ARGS(FU, F(3)), NULL, UNKNOWN, dt);
+    expect_error(ops[i], ARGS(F(2, 3), F(4)), NULL,
+                 (const char *[]){"[2,3]", "[4]", NULL});
+  }
+  expect_shape("LogicalAnd", ARGS(B(2, U), B(1)), NULL, SHAPE(2, U), TF_BOOL);
+  expect_shape("LogicalOr", ARGS(B(3), B(2, 1)), NULL, SHAPE(2, 3), TF_BOOL);
+  expect_error("LogicalOr", ARGS(B(3), B(2)), NULL,
+               (const char *[]){"[3]", "[2]", NULL});
+  /* Other dtypes carry through; integers too. */
+  expect_shape("Pow", ARGS(((arg){TF_INT64, SHAPE(2)}), ((arg){TF_INT64, SCALAR})),
+               NULL, SHAPE(2), TF_INT64);
+}
+END_TEST
+
+/* T's allowed types: no bool arithmetic, no float logic. */
+START_TEST(test_dtype_constraints) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  ck_assert(build(g, "Add", ARGS(B(2), B(2)), NULL, &st) == NULL);
+  ck_assert(build(g, "Less", ARGS(B(2), B(2)), NULL, &st) == NULL);
+  ck_assert(build(g, "LogicalAnd", ARGS(F(2), F(2)), NULL, &st) == NULL);
+  ck_assert(build(g, "Equal", ARGS(B(2), B(2)), NULL, &st) != NULL);
+  ck_assert(build(g, "Add", ARGS(F(2), ((arg){TF_INT32, SHAPE(2)})), NULL,
+                  &st) == NULL);
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_equal_incompatible_ok) {
+  tf_attr_kv off = {"incompatible_shape_error", tf_attr_bool(false)};
+  for (int i = 0; i < 2; i++) {
+    const char *op = i ? "NotEqual" : "Equal";
+    expect_shape(op, ARGS(F(2, 3), F(4)), &off, SCALAR, TF_BOOL);
+    expect_shape(op, ARGS(F(2, 3), F(3)), &off, SHAPE(2, 3), TF_BOOL);
+    /* Not known yet whether they broadcast: not even the rank. */
+    expect_shape(op, ARGS(F(2, U), F(3)), &off, UNKNOWN, TF_BOOL);
+  }
+}
+END_TEST
+
+START_TEST(test_select) {
+  expect_shape("Select", ARGS(B(2, 3), F(U, 3), F(2, U)), NULL, SHAPE(2, 3),
+               TF_FLOAT32);
+  expect_shape("Select", ARGS(B(2), F(2, 3), F(2, 3)), NULL, SHAPE(2, 3),
+               TF_FLOAT32);
+  expect_shape("Select", ARGS(B(U), F(U, 3, 4), F(U, 3, 4)), NULL,
+               SHAPE(U, 3, 4), TF_FLOAT32);
+  expect_shape("Select", ARGS(B(3), F(U), F(U)), NULL, SHAPE(3), TF_FLOAT32);
+  expect_shape("Select", ARGS(((arg){TF_BOOL, SCALAR}), F(4), F(4)), NULL,
+               SHAPE(4), TF_FLOAT32);
+  expect_shape("Select", ARGS(((arg){TF_BOOL, UNKNOWN}), F(4), FU), NULL,
+               SHAPE(4), TF_FLOAT32);
+  expect_shape("Select", ARGS(B(U, 3), FU, FU), NULL, SHAPE(U, 3), TF_FLOAT32);
+  expect_error("Select", ARGS(B(4), F(2, 3), F(2, 3)), NULL,
+               (const char *[]){"condition", "[4]", "[2,3]", NULL});
+  expect_error("Select", ARGS(B(2, 2), F(2, 3), F(2, 3)), NULL,
+               (const char *[]){"[2,2]", "[2,3]", NULL});
+  expect_error("Select", ARGS(B(2), F(2), F(3)), NULL,
+               (const char *[]){"same shape", "[2]", "[3]", NULL});
+}
+END_TEST
+
+START_TEST(test_addn) {
+  expect_shape("AddN", ARGS(F(U, 3), F(2, U), F(2, 3)), NULL, SHAPE(2, 3),
+               TF_FLOAT32);
+  expect_shape("AddN", ARGS(FU, F(U, 4)), NULL, SHAPE(U, 4), TF_FLOAT32);
+  expect_shape("AddN", ARGS(FS), NULL, SCALAR, TF_FLOAT32);
+  expect_error("AddN", ARGS(F(2), F(2), F(3)), NULL,
+               (const char *[]){"input 2", "[3]", NULL});
+  expect_error("AddN", ARGS(F(2), F(2, 1)), NULL,
+               (const char *[]){"[2,1]", NULL});
+  /* N is inferred from the list and recorded. */
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *n = build(g, "AddN", ARGS(F(2), F(2), F(2)), NULL, &st);
+  ck_assert_msg(n != NULL, "%s", st.msg);
+  int64_t N = 0;
+  ck_assert(tf_node_attr_get_int(n, "N", &N, &st) == TF_OK);
+  ck_assert_int_eq(N, 3);
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_bias_add) {
+  tf_attr_kv nchw = {"data_format", tf_attr_string("NCHW")};
+  tf_attr_kv bad = {"data_format", tf_attr_string("NWHC")};
+  expect_shape("BiasAdd", ARGS(F(U, U, 5), F(U)), NULL, SHAPE(U, U, 5),
+               TF_FLOAT32);
+  expect_shape("BiasAdd", ARGS(F(2, U), F(7)), NULL, SHAPE(2, 7), TF_FLOAT32);
+  expect_shape("BiasAdd", ARGS(F(2, U, 4, 4), F(3)), &nchw, SHAPE(2, 3, 4, 4),
+               TF_FLOAT32);
+  expect_shape("BiasAdd", ARGS(FU, F(3)), NULL, UNKNOWN, TF_FLOAT32);
+  expect_shape("BiasAdd", ARGS(F(2, 3), FU), NULL, SHAPE(2, 3), TF_FLOAT32);
+  expect_error("BiasAdd", ARGS(F(3), F(3)), NULL,
+               (const char *[]){"at least 2D", "[3]", NULL});
+  expect_error("BiasAdd", ARGS(F(2, 3), F(1, 3)), NULL,
+               (const char *[]){"vector", "[1,3]", NULL});
+  expect_error("BiasAdd", ARGS(F(2, 3), F(4)), NULL,
+               (const char *[]){"[4]", "[2,3]", NULL});
+  expect_error("BiasAdd", ARGS(F(2, 3, 4), F(4)), &nchw,
+               (const char *[]){"channel dim 1", "[4]", "[2,3,4]", NULL});
+  expect_error("BiasAdd", ARGS(F(2, 3), F(3)), &nchw,
+               (const char *[]){"at least 3D", NULL});
+  expect_error("BiasAdd", ARGS(F(2, 3), F(3)), &bad, (const char *[]){NULL});
+}
+END_TEST
+
+START_TEST(test_clip_by_value) {
+  expect_shape("ClipByValue", ARGS(F(U, 3), FS, F(2, U)), NULL, SHAPE(2, 3),
+               TF_FLOAT32);
+  expect_shape("ClipByValue", ARGS(FU, F(2, 3), FS), NULL, SHAPE(2, 3),
+               TF_FLOAT32);
+  expect_shape("ClipByValue", ARGS(F(4), FU, FU), NULL, SHAPE(4), TF_FLOAT32);
+  expect_error("ClipByValue", ARGS(F(2, 3), F(3), FS), NULL,
+               (const char *[]){"clip_value_min", "[2,3]", "[3]", NULL});
+  expect_error("ClipByValue", ARGS(F(2, 3), FS, F(2, 4)), NULL,
+               (const char *[]){"clip_value_max", "[2,4]", NULL});
+}
+END_TEST
+
+/* Every op of the family is registered with a doc line and a CPU kernel
+ * for float32 (LogicalAnd/Or: bool). */
+START_TEST(test_registered) {
+  const char *ops[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow",
+                       "Maximum", "Minimum", "Greater", "GreaterEqual", "Less",
+                       "LessEqual", "Equal", "NotEqual", "LogicalAnd",
+                       "LogicalOr", "Select", "AddN", "BiasAdd",
+                       "ClipByValue"};
+  for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+    const tf_op_def *op = tf_op_lookup(ops[i]);
+    ck_assert_msg(op != NULL, "%s not registered", ops[i]);
+    ck_assert_msg(op->doc != NULL && op->doc[0] != '\0', "%s: no doc", ops[i]);
+    ck_assert_str_eq(tf_op_family_of(op), "math_binary");
+  }
+}
+END_TEST
+
+Suite *tt_suite(void) {
+  Suite *s = suite_create("ops_math_binary");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, test_broadcast_ops);
+  tcase_add_test(tc, test_dtype_constraints);
+  tcase_add_test(tc, test_equal_incompatible_ok);
+  tcase_add_test(tc, test_select);
+  tcase_add_test(tc, test_addn);
+  tcase_add_test(tc, test_bias_add);
+  tcase_add_test(tc, test_clip_by_value);
+  tcase_add_test(tc, test_registered);
+  suite_add_tcase(s, tc);
+  return s;
+}
