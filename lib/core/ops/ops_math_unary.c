@@ -1,0 +1,86 @@
+/* ops_math_unary.c: op definitions of the element-wise unary math family
+ * (Neg, Abs, Sign, Exp, Log, Log1p, Sqrt, Rsqrt, Square, Sigmoid, Tanh,
+ * Relu, Relu6, Elu, Softplus, LogicalNot) and Cast, with TensorFlow's
+ * argument and attr names. Type sets are TF's restricted to the dtypes that
+ * have kernels (no complex math beyond Neg and Square), so an unsupported
+ * dtype fails when the graph is built. Every output has its input's shape,
+ * so no known shape can be rejected. */
+#include "lib/core/op_registry.h"
+
+#define FLOAT_TYPES "bfloat16, half, float, double"
+#define SIGNED_INT_TYPES "int8, int16, int32, int64"
+#define UNSIGNED_INT_TYPES "uint8, uint16, uint32, uint64"
+
+/* Op with input x and output y of type T in the set TYPES. */
+#define UNARY_OP(NAME, TYPES, FLAGS, DOC)                                      \
+  {.name = NAME,                                                               \
+   .inputs = {"x: T"},                                                         \
+   .outputs = {"y: T"},                                                        \
+   .attrs = {"T: {" TYPES "}"},                                                \
+   .shape_fn = tf_shape_fn_unchanged,                                          \
+   .flags = FLAGS,                                                             \
+   .doc = DOC}
+
+/* Activation op: features -> activations, as TF names them. */
+#define ACTIVATION_OP(NAME, TYPES, DOC)                                        \
+  {.name = NAME,                                                               \
+   .inputs = {"features: T"},                                                  \
+   .outputs = {"activations: T"},                                              \
+   .attrs = {"T: {" TYPES "}"},                                                \
+   .shape_fn = tf_shape_fn_unchanged,                                          \
+   .doc = DOC}
+
+static const tf_op_spec math_unary_ops[] = {
+    UNARY_OP("Neg", FLOAT_TYPES ", " SIGNED_INT_TYPES ", complex64", 0,
+             "Computes -x element-wise (integers wrap: -INT_MIN = INT_MIN)."),
+    UNARY_OP("Abs", FLOAT_TYPES ", " SIGNED_INT_TYPES, 0,
+             "Computes |x| element-wise (integers wrap: |INT_MIN| = INT_MIN)."),
+    UNARY_OP("Sign", FLOAT_TYPES ", " SIGNED_INT_TYPES, 0,
+             "Element-wise -1, 0 or 1 by the sign of x; +-0 and NaN pass "
+             "through."),
+    UNARY_OP("Square", FLOAT_TYPES ", " SIGNED_INT_TYPES
+             ", " UNSIGNED_INT_TYPES ", complex64", 0,
+             "Computes x * x element-wise (integers wrap)."),
+    UNARY_OP("Exp", FLOAT_TYPES, 0,
+             "Computes e^x element-wise."),
+    UNARY_OP("Log", FLOAT_TYPES, 0,
+             "Computes the natural logarithm element-wise (log 0 = -inf, "
+             "log of a negative = NaN)."),
+    UNARY_OP("Log1p", FLOAT_TYPES, 0,
+             "Computes log(1 + x) element-wise, accurately for small x."),
+    UNARY_OP("Sqrt", FLOAT_TYPES, 0,
+             "Computes the square root element-wise (NaN for negatives)."),
+    UNARY_OP("Rsqrt", FLOAT_TYPES, 0,
+             "Computes 1 / sqrt(x) element-wise."),
+    UNARY_OP("Sigmoid", FLOAT_TYPES, 0,
+             "Computes the logistic function 1 / (1 + e^-x) element-wise."),
+    UNARY_OP("Tanh", FLOAT_TYPES, 0,
+             "Computes the hyperbolic tangent element-wise."),
+    ACTIVATION_OP("Relu", FLOAT_TYPES ", " SIGNED_INT_TYPES
+                  ", " UNSIGNED_INT_TYPES,
+                  "Computes max(features, 0) element-wise (NaN passes)."),
+    ACTIVATION_OP("Relu6", FLOAT_TYPES ", " SIGNED_INT_TYPES
+                  ", " UNSIGNED_INT_TYPES,
+                  "Computes min(max(features, 0), 6) element-wise (NaN "
+                  "passes)."),
+    ACTIVATION_OP("Elu", FLOAT_TYPES,
+                  "Computes features if > 0, else exp(features) - 1."),
+    ACTIVATION_OP("Softplus", FLOAT_TYPES,
+                  "Computes log(exp(features) + 1) element-wise, stably for "
+                  "large |features|."),
+    {.name = "LogicalNot",
+     .inputs = {"x: bool"},
+     .outputs = {"y: bool"},
+     .shape_fn = tf_shape_fn_unchanged,
+     .flags = TF_OP_NOT_DIFFERENTIABLE,
+     .doc = "Computes the logical negation of x element-wise."},
+    {.name = "Cast",
+     .inputs = {"x: SrcT"},
+     .outputs = {"y: DstT"},
+     .attrs = {"SrcT: type", "DstT: type", "Truncate: bool = false"},
+     .shape_fn = tf_shape_fn_unchanged,
+     .doc = "Converts x from SrcT to DstT element-wise (float to int "
+            "truncates toward zero and saturates; NaN -> 0)."},
+};
+
+TF_REGISTER_OPS("math_unary", math_unary_ops)
