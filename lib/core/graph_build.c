@@ -191,6 +191,10 @@ static tf_code check_attr_value(const proto *p, const tf_attr_def *d,
                     tf_attr_type_name(v->type, v->is_list));
   }
   int n = v->is_list ? v->n : 1;
+  if (v->is_list && d->has_min && v->n < d->min) {
+    return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "attr '%s' has %d elements, "
+                    "at least %lld required", d->name, v->n, (long long)d->min);
+  }
   for (int i = 0; i < n; i++) {
     if (d->type == TF_ATTR_TYPE) {
       tf_dtype t = v->is_list ? v->u.types[i] : v->u.t;
@@ -208,7 +212,7 @@ static tf_code check_attr_value(const proto *p, const tf_attr_def *d,
         return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "attr '%s' = '%s' is not "
                         "one of the allowed values", d->name, s);
       }
-    } else if (d->type == TF_ATTR_INT && d->has_min) {
+    } else if (d->type == TF_ATTR_INT && d->has_min && !v->is_list) {
       int64_t x = v->is_list ? v->u.ints[i] : v->u.i;
       if (x < d->min) {
         return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "attr '%s' = %lld must be "

@@ -204,16 +204,24 @@ static void parse_attr_type(const char *op, char *ty, tf_attr_def *a) {
     parse_allowed(op, ty, a);
     return;
   }
+  char *ge = strstr(ty, ">=");
   if (strncmp(ty, "list(", 5) == 0) {
+    /* "list(int) >= 2": the minimum is on the list's length */
+    char *close = strrchr(ty, ')');
+    if (close == NULL) TF_PANIC("op %s: bad list type for %s", op, a->name);
+    *close = '\0';
     a->is_list = true;
-    ty[strlen(ty) - 1] = '\0';
+    if (ge != NULL) {
+      a->has_min = true;
+      if (!parse_scalar(TF_ATTR_INT, ge + 2, &a->min)) TF_PANIC("op %s: bad minimum", op);
+    }
     ty = trim(ty + 5);
     if (*ty == '{') {
       parse_allowed(op, ty, a);
       return;
     }
+    ge = NULL;
   }
-  char *ge = strstr(ty, ">=");
   if (ge != NULL) {
     *ge = '\0';
     a->has_min = true;

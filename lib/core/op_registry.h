@@ -12,7 +12,8 @@
  *   attrs           "T: type", "T: {float, double, int32} = float"
  *                   "N: int >= 1", "keep_dims: bool = false",
  *                   "axis: int = -1", "padding: {'SAME', 'VALID'}",
- *                   "strides: list(int)", "shape: shape", "value: tensor",
+ *                   "strides: list(int)", "ksize: list(int) >= 4" (length),
+ *                   "shape: shape", "value: tensor",
  *                   "seed: int = 0", "rate: float = 0.5", "name: string = ''"
  *
  * A spec error is a bug and aborts at registry init with the op's name. */

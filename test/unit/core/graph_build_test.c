@@ -37,6 +37,8 @@ static const tf_op_spec gb_ops[] = {
     {.name = "TestSplit", .inputs = {"x: T"}, .outputs = {"parts: K * T", "n: int64"},
      .attrs = {"T: type", "K: int >= 1 = 3", "mode: {'a', 'b'} = 'a'",
                "scale: float = 1.5"}, .doc = "test"},
+    {.name = "TestPoolAttrs", .inputs = {"x: float32"}, .outputs = {"y: float32"},
+     .attrs = {"ksize: list(int) >= 2"}, .doc = "test"},
 };
 TF_REGISTER_OPS("test", gb_ops)
 
@@ -186,6 +188,17 @@ START_TEST(test_lists_defaults_and_min) {
   tf_node_set_attr(b, "mode", tf_attr_string("c"));
   ck_assert_ptr_null(tf_node_finish(b, &st));
   ck_assert_ptr_nonnull(strstr(st.msg, "'mode' = 'c'"));
+  /* a list attr's minimum is on its length, not its elements */
+  int64_t one[] = {-5}, two[] = {-5, 0};
+  b = tf_node_begin(g, "TestPoolAttrs", "pool1");
+  tf_node_add_input(b, (tf_output){a, 0});
+  tf_node_set_attr(b, "ksize", tf_attr_int_list(one, 1));
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "'ksize' has 1 elements, at least 2"));
+  b = tf_node_begin(g, "TestPoolAttrs", "pool2");
+  tf_node_add_input(b, (tf_output){a, 0});
+  tf_node_set_attr(b, "ksize", tf_attr_int_list(two, 2));
+  ck_assert_msg(tf_node_finish(b, &st) != NULL, "%s", st.msg);
   tf_graph_free(g);
 }
 END_TEST

@@ -11,7 +11,7 @@ static const tf_op_spec test_ops[] = {
      .outputs = {"y: float", "zs: M * T"},
      .attrs = {"T: {float, double, int32} = float", "N: int >= 1",
                "M: int >= 0 = 2", "pad: {'SAME', 'VALID'} = 'SAME'",
-               "ks: list(int) = [1, 2, 3]", "fs: list(float) = []",
+               "ks: list(int) >= 2 = [1, 2, 3]", "fs: list(float) = []",
                "rate: float = 0.5", "flag: bool = true",
                "s: shape = [2, -1]", "u: shape = unknown", "t: tensor",
                "name: string = 'x=y'", "types: list(type) = [float, int32]"},
@@ -53,6 +53,7 @@ START_TEST(test_parse_attrs) {
   ck_assert_str_eq(a->default_value.u.s, "SAME");
   a = tf_op_find_attr(d, "ks");
   ck_assert(a->is_list && a->default_value.n == 3 && a->default_value.u.ints[2] == 3);
+  ck_assert(a->has_min && a->min == 2);
   a = tf_op_find_attr(d, "fs");
   ck_assert(a->is_list && a->has_default && a->default_value.n == 0);
   a = tf_op_find_attr(d, "rate");
