@@ -10,7 +10,7 @@
 CC      ?= cc
 SANITIZE ?=
 ARCH    ?= native
-OPT     ?= -O2
+OPT     ?= -O3
 
 ifeq ($(SANITIZE),)
 BUILD   := build
@@ -50,6 +50,9 @@ STATIC  := $(LIBDIR)/libtf.a
 SHARED  := $(LIBDIR)/libtf.so
 # Kernels and ops register from constructors: link the whole archive.
 LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
+
+# Keep test objects (make would delete them as intermediates).
+.SECONDARY:
 
 .PHONY: all deps check test-run bench-matmul docs clean info demo fuzz
 all: info $(STATIC) $(SHARED) $(CMD_BINS)

@@ -217,7 +217,7 @@ int tt_numpy(const char *script, tf_tensor *const *in, int n_in,
   fprintf(f, "import numpy as np, os\nos.chdir(%s%s%s)\n"
              "ins = [np.load('in%%d.npy' %% i) for i in range(%d)]\n"
              "outs = []\n%s\n"
-             "for i, o in enumerate(outs): np.save('out%%d.npy' %% i, np.ascontiguousarray(o))\n",
+             "for i, o in enumerate(outs): np.save('out%%d.npy' %% i, np.asarray(o, order='C'))\n",
           "'", dir, "'", n_in, script);
   fclose(f);
   char cmd[1024];

@@ -148,7 +148,7 @@ static tf_code square_input(tf_shape_ctx *ctx, int64_t *m) {
 }
 
 static tf_code matrix_inverse_shape(tf_shape_ctx *ctx) {
-  int64_t m;
+  int64_t m = 0;
   TF_TRY(square_input(ctx, &m));
   tf_shape out = ctx->in[0];
   if (out.rank != TF_UNKNOWN_RANK) {
@@ -160,7 +160,7 @@ static tf_code matrix_inverse_shape(tf_shape_ctx *ctx) {
 }
 
 static tf_code matrix_determinant_shape(tf_shape_ctx *ctx) {
-  int64_t m;
+  int64_t m = 0;
   TF_TRY(square_input(ctx, &m));
   const tf_shape *s = &ctx->in[0];
   ctx->out[0] = s->rank == TF_UNKNOWN_RANK ? tf_shape_unknown()

@@ -262,7 +262,7 @@ static void inverse_free(void *state) { free(state); }
 
 static tf_code inverse_compute(tf_kernel_ctx *ctx) {
   const inverse_state *s = ctx->state;
-  int64_t m;
+  int64_t m = 0;
   TF_TRY(check_square(ctx, &m));
   const tf_tensor *x = ctx->inputs[0];
   tf_tensor *out;
@@ -276,7 +276,7 @@ static tf_code inverse_compute(tf_kernel_ctx *ctx) {
 }
 
 static tf_code determinant_compute(tf_kernel_ctx *ctx) {
-  int64_t m;
+  int64_t m = 0;
   TF_TRY(check_square(ctx, &m));
   const tf_tensor *x = ctx->inputs[0];
   tf_shape shape = tf_shape_make(x->shape.rank - 2, x->shape.dims);
