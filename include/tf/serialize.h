@@ -18,7 +18,7 @@
 #include "tf/status.h"
 #include "tf/tensor.h"
 
-/* Graph msgpack layout (docs/wire.md): map {"version": 1, "nodes": [node]}
+/* Graph msgpack layout (docs/graph-format.md): map {"version": 1, "nodes": [node]}
  * with node = map {"name", "op", "device", "inputs": [str],
  * "attrs": map name -> attr}. */
 tf_code tf_graph_to_msgpack(const tf_graph *g, void **buf, size_t *len,
