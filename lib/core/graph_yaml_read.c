@@ -361,7 +361,7 @@ static tf_code y_elem(dec *d, tf_attr_type t, const ynode *n, void *p) {
     return derr(d, n, "a %s value must be a scalar, got %s",
                 tf_attr_type_name(t, false), kind_name(n));
   }
-  const char *s;
+  const char *s = NULL;
   size_t len;
   switch (t) {
   case TF_ATTR_INT:
@@ -608,7 +608,7 @@ static tf_code y_tensor_data(dec *d, const ynode *n, tf_dtype dt,
 static tf_code y_tensor(dec *d, const ynode *n, tf_tensor **out) {
   static const char *const keys[] = {"dtype", "shape", "values", "data"};
   const ynode *f[4];
-  const char *name;
+  const char *name = NULL;
   tf_dtype dt;
   tf_shape shape;
   int64_t count;
