@@ -94,7 +94,9 @@ $(BUILD)/test/%: $(BUILD)/obj/test/%.o $(TESTUTIL_OBJS) $(STATIC)
 # check: the README's test command. Installs what is missing, then builds
 # and runs every unit test binary in a sub-make (so pkg-config sees the
 # freshly installed packages).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) >/dev/null
 	@$(MAKE) --no-print-directory test-run
 
 test-run: info $(STATIC) $(TEST_BINS)

@@ -8,7 +8,7 @@ PKGS=(
   build-essential pkg-config
   libuv1-dev libnng-dev libmsgpack-dev libyaml-dev check
   libopenblas-dev zlib1g-dev
-  python3-numpy
+  python3-numpy python3-yaml
 )
 # Optional extras: installed with INSTALL_EXTRAS=1 (benchmarks against PyTorch,
 # the Fashion-MNIST data set); later issues move them into PKGS when needed.
