@@ -69,6 +69,9 @@ tf_attr_value tf_attr_tensor_list(tf_tensor *const *v, int n);
 
 /* "int", "list(float)", ... */
 const char *tf_attr_type_name(tf_attr_type t, bool is_list);
+/* Bytes of one element of a list attr of type t (the stride of u.ints ..
+ * u.tensors); 0 for TF_ATTR_NONE or an invalid type. */
+size_t tf_attr_elem_size(tf_attr_type t);
 bool tf_attr_value_equal(const tf_attr_value *a, const tf_attr_value *b);
 /* Human form for errors and the YAML writer's comments, e.g. "[1, 2]". */
 char *tf_attr_value_str(const tf_attr_value *v, char *buf, size_t size);

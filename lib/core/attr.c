@@ -45,7 +45,7 @@ const char *tf_attr_type_name(tf_attr_type t, bool is_list) {
   return is_list ? lists[t] : names[t];
 }
 
-static size_t elem_size(tf_attr_type t) {
+size_t tf_attr_elem_size(tf_attr_type t) {
   switch (t) {
   case TF_ATTR_INT: return sizeof(int64_t);
   case TF_ATTR_FLOAT: return sizeof(double);
@@ -65,7 +65,7 @@ tf_attr_value tf_attr_value_clone(const tf_attr_value *v) {
     if (v->type == TF_ATTR_TENSOR) c.u.tensor = tf_tensor_ref(v->u.tensor);
     return c;
   }
-  size_t es = elem_size(v->type);
+  size_t es = tf_attr_elem_size(v->type);
   void *arr = tf__xcalloc((size_t)(v->n > 0 ? v->n : 1), es);
   if (v->n > 0) memcpy(arr, (const void *)v->u.ints, (size_t)v->n * es);
   if (v->type == TF_ATTR_STRING) {
@@ -112,7 +112,7 @@ bool tf_attr_value_equal(const tf_attr_value *a, const tf_attr_value *b) {
   if (a->type != b->type || a->is_list != b->is_list) return false;
   if (!a->is_list) return scalar_equal(a->type, &a->u, &b->u);
   if (a->n != b->n) return false;
-  size_t es = elem_size(a->type);
+  size_t es = tf_attr_elem_size(a->type);
   for (int i = 0; i < a->n; i++) {
     if (!scalar_equal(a->type, (const char *)a->u.ints + i * es,
                       (const char *)b->u.ints + i * es)) {
@@ -142,7 +142,7 @@ char *tf_attr_value_str(const tf_attr_value *v, char *buf, size_t size) {
     scalar_str(v->type, &v->u, buf, size);
     return buf;
   }
-  size_t es = elem_size(v->type), off = 0;
+  size_t es = tf_attr_elem_size(v->type), off = 0;
   off += (size_t)snprintf(buf, size, "[");
   for (int i = 0; i < v->n && off < size; i++) {
     if (i) off += (size_t)snprintf(buf + off, size - off, ", ");

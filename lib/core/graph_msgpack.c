@@ -63,19 +63,6 @@ static tf_code pack_elem(msgpack_packer *pk, tf_attr_type t, const void *p,
                                  "out of memory encoding a graph");
 }
 
-static size_t attr_elem_size(tf_attr_type t) {
-  switch (t) {
-  case TF_ATTR_INT: return sizeof(int64_t);
-  case TF_ATTR_FLOAT: return sizeof(double);
-  case TF_ATTR_BOOL: return sizeof(bool);
-  case TF_ATTR_STRING: return sizeof(char *);
-  case TF_ATTR_TYPE: return sizeof(tf_dtype);
-  case TF_ATTR_SHAPE: return sizeof(tf_shape);
-  case TF_ATTR_TENSOR: return sizeof(tf_tensor *);
-  default: return 0;
-  }
-}
-
 static tf_code pack_attr(msgpack_packer *pk, const tf_attr_value *v,
                          tf_status *st) {
   int rc = msgpack_pack_map(pk, 2);
@@ -93,7 +80,7 @@ static tf_code pack_attr(msgpack_packer *pk, const tf_attr_value *v,
     return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                          "out of memory encoding a graph");
   }
-  size_t es = attr_elem_size(v->type);
+  size_t es = tf_attr_elem_size(v->type);
   for (int i = 0; i < v->n; i++) {
     TF_TRY(pack_elem(pk, v->type, (const char *)v->u.ints + (size_t)i * es,
                      st));
@@ -303,7 +290,7 @@ static tf_code dec_attr(dec *d, const msgpack_object *o, tf_attr_value *v) {
   if (n > INT32_MAX) {
     return dec_err(d, "list of %u elements is too long", n);
   }
-  size_t es = attr_elem_size(v->type);
+  size_t es = tf_attr_elem_size(v->type);
   char *arr = tf__arena_calloc(&d->arena, n, es);
   for (uint32_t i = 0; i < n; i++) {
     TF_TRY(dec_elem(d, v->type, &value->via.array.ptr[i], arr + i * es));

@@ -305,18 +305,6 @@ static tf_code w_attr_elem(writer *w, tf_attr_type t, const void *p,
   }
 }
 
-static size_t attr_elem_size(tf_attr_type t) {
-  switch (t) {
-  case TF_ATTR_INT: return sizeof(int64_t);
-  case TF_ATTR_FLOAT: return sizeof(double);
-  case TF_ATTR_BOOL: return sizeof(bool);
-  case TF_ATTR_STRING: return sizeof(char *);
-  case TF_ATTR_TYPE: return sizeof(tf_dtype);
-  case TF_ATTR_SHAPE: return sizeof(tf_shape);
-  default: return sizeof(tf_tensor *);
-  }
-}
-
 static tf_code w_attr(writer *w, const tf_attr_value *v) {
   if (!v->is_list) {
     return w_attr_elem(w, v->type, &v->u, true);
@@ -324,7 +312,7 @@ static tf_code w_attr(writer *w, const tf_attr_value *v) {
   char tag[32];
   snprintf(tag, sizeof tag, "!%s", tf_attr_type_name(v->type, true));
   TF_TRY(w_seq_start(w, tag, v->type != TF_ATTR_TENSOR));
-  size_t es = attr_elem_size(v->type);
+  size_t es = tf_attr_elem_size(v->type);
   for (int i = 0; i < v->n; i++) {
     TF_TRY(w_attr_elem(w, v->type, (const char *)v->u.ints + (size_t)i * es,
                        false));

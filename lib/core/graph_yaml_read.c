@@ -390,18 +390,6 @@ static tf_code y_elem(dec *d, tf_attr_type t, const ynode *n, void *p) {
   }
 }
 
-static size_t attr_elem_size(tf_attr_type t) {
-  switch (t) {
-  case TF_ATTR_INT: return sizeof(int64_t);
-  case TF_ATTR_FLOAT: return sizeof(double);
-  case TF_ATTR_BOOL: return sizeof(bool);
-  case TF_ATTR_STRING: return sizeof(char *);
-  case TF_ATTR_TYPE: return sizeof(tf_dtype);
-  case TF_ATTR_SHAPE: return sizeof(tf_shape);
-  default: return sizeof(tf_tensor *);
-  }
-}
-
 /* The element type of an untagged sequence: all elements' natural type,
  * ints widened to float when floats are present. */
 static tf_code infer_list_type(dec *d, const ynode *n, tf_attr_type *t) {
@@ -439,7 +427,7 @@ static tf_code y_list(dec *d, const ynode *n, tf_attr_type t,
   if (n->n > INT32_MAX) {
     return derr(d, n, "list is too long");
   }
-  size_t es = attr_elem_size(t);
+  size_t es = tf_attr_elem_size(t);
   char *arr = tf__arena_calloc(d->arena, n->n, es);
   for (size_t i = 0; i < n->n; i++) {
     TF_TRY(y_elem(d, t, &n->items[i], arr + i * es));

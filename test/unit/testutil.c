@@ -189,6 +189,59 @@ void tt__assert_shape(const tf_tensor *t, tf_shape want, const char *file,
                 tf_shape_str(&want, b, sizeof b));
 }
 
+tf_node *tt_placeholder(tf_graph *g, const char *name, tf_dtype dt,
+                        tf_shape shape) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_node_builder *b = tf_node_begin(g, "Placeholder", name);
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(dt));
+  tf_node_set_attr(b, "shape", tf_attr_shape(shape));
+  tf_node *n = tf_node_finish(b, &st);
+  ck_assert_msg(n != NULL, "Placeholder %s: %s", name ? name : "", st.msg);
+  return n;
+}
+
+tf_node *tt_build_node(tf_graph *g, const char *op, const char *name,
+                       const tt_input *in, int n_in, bool as_list,
+                       const tf_attr_kv *attrs, int n_attrs, tf_status *st) {
+  tf_output o[16];
+  ck_assert_msg(n_in >= 0 && n_in <= 16, "tt_build_node: %d inputs", n_in);
+  for (int i = 0; i < n_in; i++) {
+    o[i] = (tf_output){tt_placeholder(g, NULL, in[i].dt, in[i].shape), 0};
+  }
+  tf_node_builder *b = tf_node_begin(g, op, name);
+  if (as_list) {
+    tf_node_add_input_list(b, o, n_in);
+  } else {
+    for (int i = 0; i < n_in; i++) {
+      tf_node_add_input(b, o[i]);
+    }
+  }
+  for (int i = 0; i < n_attrs; i++) {
+    tf_node_set_attr(b, attrs[i].name, attrs[i].value);
+  }
+  tf_status_init(st);
+  return tf_node_finish(b, st);
+}
+
+tf_shape tt_infer_shape(const char *op, const tt_input *in, int n_in,
+                        bool as_list, const tf_attr_kv *attrs, int n_attrs,
+                        int out, tf_dtype *dtype) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *n = tt_build_node(g, op, NULL, in, n_in, as_list, attrs, n_attrs, &st);
+  ck_assert_msg(n != NULL, "%s: %s", op, st.msg);
+  ck_assert_msg(out >= 0 && out < tf_node_num_outputs(n),
+                "%s has %d outputs; asked for output %d", op,
+                tf_node_num_outputs(n), out);
+  tf_shape s = *tf_node_output_shape(n, out);
+  if (dtype != NULL) {
+    *dtype = tf_node_output_type(n, out);
+  }
+  tf_graph_free(g);
+  return s;
+}
+
 void tt_free(tf_tensor **t, int n) {
   for (int i = 0; i < n; i++) {
     tf_tensor_unref(t[i]);

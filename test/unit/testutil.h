@@ -54,6 +54,31 @@ void tt__assert_close(const tf_tensor *got, const tf_tensor *want, double atol,
 void tt__assert_shape(const tf_tensor *t, tf_shape want, const char *file,
                       int line);
 
+/* Adds a Placeholder node of dtype dt and shape (tf_shape_unknown() for
+ * none) to g; name NULL picks a unique one. Aborts the test on failure. */
+tf_node *tt_placeholder(tf_graph *g, const char *name, tf_dtype dt,
+                        tf_shape shape);
+
+/* One input of tt_build_node / tt_infer_shape: a fresh Placeholder. */
+typedef struct tt_input {
+  tf_dtype dt;
+  tf_shape shape;
+} tt_input;
+
+/* Adds op (node name `name`, NULL for a unique one) to g on fresh
+ * Placeholders for in[0..n_in), each its own input argument, or all as one
+ * list argument when as_list; then sets attrs. Returns the node, or NULL
+ * with the error in *st. */
+tf_node *tt_build_node(tf_graph *g, const char *op, const char *name,
+                       const tt_input *in, int n_in, bool as_list,
+                       const tf_attr_kv *attrs, int n_attrs, tf_status *st);
+/* Shape inference in a scratch graph: tt_build_node(op) must succeed (the
+ * test aborts naming op and the error otherwise); returns the inferred
+ * shape of output `out` and, unless dtype is NULL, its dtype. */
+tf_shape tt_infer_shape(const char *op, const tt_input *in, int n_in,
+                        bool as_list, const tf_attr_kv *attrs, int n_attrs,
+                        int out, tf_dtype *dtype);
+
 /* Unrefs an array of tensors. */
 void tt_free(tf_tensor **t, int n);
 

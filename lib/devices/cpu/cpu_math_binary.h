@@ -61,13 +61,15 @@ typedef struct tf__binop_args {
  * check divisors first (tf__tensor_has_zero, tf__tensor_has_negative). */
 tf_bcast_block_fn tf__binop_block_fn(tf__binop op, tf_dtype dt);
 
-/* ClipByValue over a 3-operand tf_bcast (t, min, max): min(max(t, lo), hi)
- * as TF computes it (NaN in t stays NaN). t must be full (same shape as
- * the output); min and max full or scalar. NULL for dtypes without loops. */
+/* ClipByValue over a 3-operand tf_bcast (t, min, max): max(min(t, hi), lo)
+ * as TF computes it (lo when lo > hi; NaN in t stays NaN). t must be full
+ * (same shape as the output); min and max full or scalar. NULL for dtypes
+ * without loops. */
 tf_bcast_block_fn tf__clip_block_fn(tf_dtype dt);
 
 /* AddN over elements [begin, end): out = in[0] + ... + in[n-1], summed in
- * input order. out may be one of the inputs. NULL for dtypes without loops. */
+ * input order. out may alias in[0] (the first addend is read before any
+ * write); aliasing a later input is wrong. NULL for dtypes without loops. */
 typedef void (*tf__addn_fn)(void *out, const void *const *in, int n,
                             int64_t begin, int64_t end);
 tf__addn_fn tf__addn_fn_for(tf_dtype dt);

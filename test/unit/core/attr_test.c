@@ -1,6 +1,6 @@
 /* attr_test.c: attribute values: constructors, type names, deep clone and
- * fini of every type and list type (tensors referenced, not copied),
- * equality, and printing with truncation. */
+ * fini of every type and list type (tensors referenced, not copied), list
+ * element sizes, equality, and printing with truncation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +80,33 @@ START_TEST(test_type_names) {
   ck_assert_str_eq(tf_attr_type_name(TF_ATTR_TYPE_COUNT, true), "invalid");
   ck_assert_str_eq(tf_attr_type_name((tf_attr_type)-1, false), "invalid");
   ck_assert_str_eq(tf_attr_type_name((tf_attr_type)99, true), "invalid");
+}
+END_TEST
+
+START_TEST(test_elem_size) {
+  /* The stride of each list member of the union. */
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_INT), sizeof(int64_t));
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_FLOAT), sizeof(double));
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_BOOL), sizeof(bool));
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_STRING), sizeof(const char *));
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_TYPE), sizeof(tf_dtype));
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_SHAPE), sizeof(tf_shape));
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_TENSOR), sizeof(tf_tensor *));
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_NONE), 0);
+  ck_assert_uint_eq(tf_attr_elem_size(TF_ATTR_TYPE_COUNT), 0);
+  ck_assert_uint_eq(tf_attr_elem_size((tf_attr_type)-1), 0);
+  ck_assert_uint_eq(tf_attr_elem_size((tf_attr_type)99), 0);
+  /* Stepping a list's array by the size reaches its second element. */
+  tf_shape sh[2] = {SHAPE(1), SHAPE(2, 3)};
+  tf_attr_value v = tf_attr_shape_list(sh, 2);
+  const tf_shape *second = (const tf_shape *)(const void *)(
+      (const char *)v.u.ints + tf_attr_elem_size(v.type));
+  ck_assert(tf_shape_equal(second, &sh[1]));
+  tf_dtype ty[2] = {TF_INT8, TF_COMPLEX64};
+  v = tf_attr_type_list(ty, 2);
+  ck_assert_int_eq(*(const tf_dtype *)(const void *)(
+                       (const char *)v.u.ints + tf_attr_elem_size(v.type)),
+                   TF_COMPLEX64);
 }
 END_TEST
 
@@ -385,6 +412,7 @@ Suite *tt_suite(void) {
   TCase *tc = tcase_create("attr");
   tcase_add_test(tc, test_constructors);
   tcase_add_test(tc, test_type_names);
+  tcase_add_test(tc, test_elem_size);
   tcase_add_test(tc, test_clone_plain_scalars);
   tcase_add_test(tc, test_clone_string);
   tcase_add_test(tc, test_clone_tensor_refcounted);

@@ -42,16 +42,6 @@ static const tf_op_spec gb_ops[] = {
 };
 TF_REGISTER_OPS("test", gb_ops)
 
-static tf_node *ph(tf_graph *g, const char *name, tf_dtype dt, tf_shape s) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", name);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(dt));
-  tf_node_set_attr(b, "shape", tf_attr_shape(s));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return n;
-}
-
 static tf_node *add(tf_graph *g, const char *name, tf_node *x, tf_node *y,
                     tf_status *st) {
   tf_node_builder *b = tf_node_begin(g, "TestAdd", name);
@@ -63,8 +53,8 @@ static tf_node *add(tf_graph *g, const char *name, tf_node *x, tf_node *y,
 START_TEST(test_type_inference_and_shapes) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node *x = ph(g, "x", TF_FLOAT32, tf_shape_of(2, -1, 3));
-  tf_node *y = ph(g, "y", TF_FLOAT32, tf_shape_of(1, 3));
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, -1, 3));
+  tf_node *y = tt_placeholder(g, "y", TF_FLOAT32, tf_shape_of(1, 3));
   tf_node *z = add(g, "z", x, y, &st);
   ck_assert_msg(z != NULL, "%s", st.msg);
   tf_dtype t;
@@ -83,9 +73,9 @@ END_TEST
 START_TEST(test_dtype_mismatch_and_disallowed) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node *x = ph(g, "x", TF_FLOAT32, tf_shape_unknown());
-  tf_node *i = ph(g, "i", TF_INT32, tf_shape_unknown());
-  tf_node *d = ph(g, "d", TF_FLOAT64, tf_shape_unknown());
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_unknown());
+  tf_node *i = tt_placeholder(g, "i", TF_INT32, tf_shape_unknown());
+  tf_node *d = tt_placeholder(g, "d", TF_FLOAT64, tf_shape_unknown());
   ck_assert_ptr_null(add(g, "bad", x, i, &st));
   ck_assert_int_eq(st.code, TF_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(st.msg, "node 'bad' (TestAdd)"));
@@ -102,7 +92,7 @@ END_TEST
 START_TEST(test_arity_unknown_op_missing_attr) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node *x = ph(g, "x", TF_FLOAT32, tf_shape_unknown());
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_unknown());
   tf_node_builder *b = tf_node_begin(g, "TestAdd", "one");
   tf_node_add_input(b, (tf_output){x, 0});
   ck_assert_ptr_null(tf_node_finish(b, &st));
@@ -138,8 +128,8 @@ END_TEST
 START_TEST(test_lists_defaults_and_min) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node *a = ph(g, "a", TF_FLOAT32, tf_shape_of(2, 2, 5));
-  tf_node *b2 = ph(g, "b", TF_FLOAT32, tf_shape_of(2, 3, 5));
+  tf_node *a = tt_placeholder(g, "a", TF_FLOAT32, tf_shape_of(2, 2, 5));
+  tf_node *b2 = tt_placeholder(g, "b", TF_FLOAT32, tf_shape_of(2, 3, 5));
   tf_tensor *zero = tf_tensor_scalar_i32(0);
   tf_node_builder *b = tf_node_begin(g, "Const", "axis");
   tf_node_set_attr(b, "value", tf_attr_tensor(zero));
@@ -206,7 +196,7 @@ END_TEST
 START_TEST(test_names_scopes_devices_colocation) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node *x = ph(g, "x", TF_FLOAT32, tf_shape_unknown());
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_unknown());
   /* explicit duplicate */
   tf_node_builder *b = tf_node_begin(g, "Placeholder", "x");
   tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT32));

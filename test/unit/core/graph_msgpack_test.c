@@ -83,7 +83,7 @@ END_TEST
 /* Decoding into a graph that already has nodes: inputs may name them. */
 START_TEST(test_import_into_existing_graph) {
   tf_graph *src = tf_graph_new();
-  tf_node *x = st_placeholder(src, "x", TF_INT32, tf_shape_of(1, 4));
+  tf_node *x = tt_placeholder(src, "x", TF_INT32, tf_shape_of(1, 4));
   tf_node_builder *b = tf_node_begin(src, "Identity", "id");
   tf_node_add_input(b, (tf_output){x, 0});
   st_finish(b);
@@ -91,7 +91,7 @@ START_TEST(test_import_into_existing_graph) {
   size_t len;
   encode(src, &buf, &len);
   tf_graph *g = tf_graph_new();
-  st_placeholder(g, "other", TF_FLOAT32, tf_shape_unknown());
+  tt_placeholder(g, "other", TF_FLOAT32, tf_shape_unknown());
   tf_status st;
   ck_assert(tf_graph_from_msgpack(g, buf, len, &st) == TF_OK);
   ck_assert_int_eq(tf_graph_num_nodes(g), 3);

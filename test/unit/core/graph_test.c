@@ -4,20 +4,10 @@
 
 #include "test/unit/testutil.h"
 
-static tf_node *ph(tf_graph *g, const char *name) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", name);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_INT32));
-  tf_node_set_attr(b, "shape", tf_attr_shape(tf_shape_of(2, 4, -1)));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return n;
-}
-
 START_TEST(test_attr_getters) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node *p = ph(g, "p");
+  tf_node *p = tt_placeholder(g, "p", TF_INT32, tf_shape_of(2, 4, -1));
   tf_dtype dt;
   tf_shape s;
   ck_assert_int_eq(tf_node_attr_get_type(p, "dtype", &dt, &st), TF_OK);
@@ -83,7 +73,7 @@ END_TEST
 START_TEST(test_validate_acyclic) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node *p = ph(g, "p");
+  tf_node *p = tt_placeholder(g, "p", TF_INT32, tf_shape_of(2, 4, -1));
   tf_node *prev = p;
   for (int i = 0; i < 100; i++) {
     tf_node_builder *b = tf_node_begin(g, "Identity", NULL);

@@ -75,7 +75,7 @@ END_TEST
 
 START_TEST(test_exact_text) {
   tf_graph *g = tf_graph_new();
-  tf_node *x = st_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, 2, -1));
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, 2, -1));
   tf_node_builder *b = tf_node_begin(g, "Identity", "true");
   tf_node_add_input(b, (tf_output){x, 0});
   tf_node_set_device(b, "/job:ps/task:0");

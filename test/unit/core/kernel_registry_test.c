@@ -95,10 +95,8 @@ END_TEST
 START_TEST(test_forward_reuses_unique_buffer) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", "x");
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT32));
-  tf_node *x = tf_node_finish(b, &st);
-  b = tf_node_begin(g, "TestTwice", "t");
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_unknown());
+  tf_node_builder *b = tf_node_begin(g, "TestTwice", "t");
   tf_node_add_input(b, (tf_output){x, 0});
   tf_node *t = tf_node_finish(b, &st);
   ck_assert_ptr_nonnull(t);

@@ -100,10 +100,7 @@ END_TEST
 START_TEST(test_shape_helpers) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", "p");
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT32));
-  tf_node *p = tf_node_finish(b, &st);
-  ck_assert_ptr_nonnull(p);
+  tf_node *p = tt_placeholder(g, "p", TF_FLOAT32, tf_shape_unknown());
   tf_shape in[2] = {tf_shape_of(2, 3, 1), tf_shape_of(1, 4)}, out[1];
   tf_tensor *c = tf_tensor_vec_i32(3, (int32_t[]){5, 6, 7});
   const tf_tensor *vals[2] = {c, NULL};

@@ -37,14 +37,6 @@ static inline tf_node *st_finish(tf_node_builder *b) {
   return n;
 }
 
-static inline tf_node *st_placeholder(tf_graph *g, const char *name,
-                                      tf_dtype dt, tf_shape shape) {
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", name);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(dt));
-  tf_node_set_attr(b, "shape", tf_attr_shape(shape));
-  return st_finish(b);
-}
-
 static inline tf_node *st_const(tf_graph *g, const char *name, tf_tensor *t) {
   tf_node_builder *b = tf_node_begin(g, "Const", name);
   tf_node_set_attr(b, "value", tf_attr_tensor(t));
@@ -163,8 +155,8 @@ static inline tf_tensor *st_rand_tensor(tf_dtype dt, tf_shape shape,
  * are referenced by the graph only. */
 static inline tf_graph *st_rich_graph(void) {
   tf_graph *g = tf_graph_new();
-  tf_node *x = st_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, 2, -1));
-  tf_node *u = st_placeholder(g, "scope/u", TF_FLOAT32, tf_shape_unknown());
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, 2, -1));
+  tf_node *u = tt_placeholder(g, "scope/u", TF_FLOAT32, tf_shape_unknown());
   tf_tensor *cv = tf_tensor_vec_f32(3, (float[]){1.5f, -2.0f, 1e-7f});
   tf_node *c = st_const(g, "c", cv);
   tf_tensor_unref(cv);
@@ -353,18 +345,6 @@ static inline void st_rand_elem(st_pool *p, tf_attr_type t, void *slot,
   }
 }
 
-static inline size_t st_attr_elem_size(tf_attr_type t) {
-  switch (t) {
-  case TF_ATTR_INT: return sizeof(int64_t);
-  case TF_ATTR_FLOAT: return sizeof(double);
-  case TF_ATTR_BOOL: return sizeof(bool);
-  case TF_ATTR_STRING: return sizeof(char *);
-  case TF_ATTR_TYPE: return sizeof(tf_dtype);
-  case TF_ATTR_SHAPE: return sizeof(tf_shape);
-  default: return sizeof(tf_tensor *);
-  }
-}
-
 static inline tf_attr_value st_rand_attr(st_pool *p, bool any_bits) {
   tf_attr_value v;
   memset(&v, 0, sizeof v);
@@ -375,7 +355,7 @@ static inline tf_attr_value st_rand_attr(st_pool *p, bool any_bits) {
     return v;
   }
   v.n = (int32_t)(tt_rand_u64() % 5);
-  size_t es = st_attr_elem_size(v.type);
+  size_t es = tf_attr_elem_size(v.type);
   char *arr = st_pool_alloc(p, (size_t)v.n * es);
   for (int i = 0; i < v.n; i++) {
     st_rand_elem(p, v.type, arr + (size_t)i * es, any_bits);

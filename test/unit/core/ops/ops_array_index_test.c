@@ -26,17 +26,13 @@ typedef struct in_spec {
 #define CF32(v) ((in_spec){TF_FLOAT32, SCALAR, tf_tensor_scalar_f32(v)})
 
 static tf_output input_node(tf_graph *g, const in_spec *s) {
-  tf_status st;
-  tf_node_builder *b;
-  if (s->value != NULL) {
-    b = tf_node_begin(g, "Const", NULL);
-    tf_node_set_attr(b, "value", tf_attr_tensor(s->value));
-    tf_node_set_attr(b, "dtype", tf_attr_type_v(s->value->dtype));
-  } else {
-    b = tf_node_begin(g, "Placeholder", NULL);
-    tf_node_set_attr(b, "dtype", tf_attr_type_v(s->dt));
-    tf_node_set_attr(b, "shape", tf_attr_shape(s->shape));
+  if (s->value == NULL) {
+    return (tf_output){tt_placeholder(g, NULL, s->dt, s->shape), 0};
   }
+  tf_status st;
+  tf_node_builder *b = tf_node_begin(g, "Const", NULL);
+  tf_node_set_attr(b, "value", tf_attr_tensor(s->value));
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(s->value->dtype));
   tf_node *n = tf_node_finish(b, &st);
   ck_assert_msg(n != NULL, "%s", st.msg);
   return (tf_output){n, 0};

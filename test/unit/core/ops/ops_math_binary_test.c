@@ -15,57 +15,27 @@
 #define SCALAR tf_shape_scalar()
 #define UNKNOWN tf_shape_unknown()
 
-typedef struct arg {
-  tf_dtype dt;
-  tf_shape shape;
-} arg;
+/* An input: a Placeholder of this dtype and shape. */
+typedef tt_input arg;
 
-static tf_output placeholder(tf_graph *g, arg a) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(a.dt));
-  tf_node_set_attr(b, "shape", tf_attr_shape(a.shape));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return (tf_output){n, 0};
-}
-
-/* Builds op on Placeholders for args (AddN: one list) with an optional
+/* Builds op "m" on Placeholders for args (AddN: one list) with an optional
  * attr; NULL on error with the message in *st. */
 static tf_node *build(tf_graph *g, const char *op, const arg *args, int n,
                       const tf_attr_kv *attr, tf_status *st) {
-  tf_output in[8];
-  for (int i = 0; i < n; i++) {
-    in[i] = placeholder(g, args[i]);
-  }
-  tf_node_builder *b = tf_node_begin(g, op, "m");
-  if (!strcmp(op, "AddN")) {
-    tf_node_add_input_list(b, in, n);
-  } else {
-    for (int i = 0; i < n; i++) {
-      tf_node_add_input(b, in[i]);
-    }
-  }
-  if (attr != NULL) {
-    tf_node_set_attr(b, attr->name, attr->value);
-  }
-  tf_status_init(st);
-  return tf_node_finish(b, st);
+  return tt_build_node(g, op, "m", args, n, !strcmp(op, "AddN"), attr,
+                       attr != NULL ? 1 : 0, st);
 }
 
 static void expect_shape(const char *op, const arg *args, int n,
                          const tf_attr_kv *attr, tf_shape want,
                          tf_dtype want_dt) {
-  tf_graph *g = tf_graph_new();
-  tf_status st;
-  tf_node *node = build(g, op, args, n, attr, &st);
-  ck_assert_msg(node != NULL, "%s: %s", op, st.msg);
-  const tf_shape *got = tf_node_output_shape(node, 0);
+  tf_dtype got_dt;
+  tf_shape got = tt_infer_shape(op, args, n, !strcmp(op, "AddN"), attr,
+                                attr != NULL ? 1 : 0, 0, &got_dt);
   char a[128], b[128];
-  ck_assert_msg(tf_shape_equal(got, &want), "%s: inferred %s, want %s", op,
-                tf_shape_str(got, a, sizeof(a)), tf_shape_str(&want, b, sizeof(b)));
-  ck_assert_int_eq(tf_node_output_type(node, 0), want_dt);
-  tf_graph_free(g);
+  ck_assert_msg(tf_shape_equal(&got, &want), "%s: inferred %s, want %s", op,
+                tf_shape_str(&got, a, sizeof(a)), tf_shape_str(&want, b, sizeof(b)));
+  ck_assert_int_eq(got_dt, want_dt);
 }
 
 /* Building fails with INVALID_ARGUMENT mentioning every needle. */

@@ -20,27 +20,11 @@ static const char *float_ops[] = {"Neg",   "Abs",     "Sign",  "Square",
                                   "Relu6", "Elu",     "Softplus"};
 #define N_FLOAT_OPS ((int)(sizeof(float_ops) / sizeof(float_ops[0])))
 
-static tf_output placeholder(tf_graph *g, tf_dtype dt, tf_shape shape) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(dt));
-  tf_node_set_attr(b, "shape", tf_attr_shape(shape));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return (tf_output){n, 0};
-}
-
 /* Builds op "y" on one Placeholder; NULL (with *st set) on error. */
 static tf_node *build(tf_graph *g, const char *op, tf_dtype dt, tf_shape in,
                       const tf_attr_kv *at, int n_at, tf_status *st) {
-  tf_output x = placeholder(g, dt, in);
-  tf_node_builder *b = tf_node_begin(g, op, "y");
-  tf_node_add_input(b, x);
-  for (int i = 0; i < n_at; i++) {
-    tf_node_set_attr(b, at[i].name, at[i].value);
-  }
-  tf_status_init(st);
-  return tf_node_finish(b, st);
+  tt_input x = {dt, in};
+  return tt_build_node(g, op, "y", &x, 1, false, at, n_at, st);
 }
 
 static void expect_shape(const char *op, tf_dtype dt, tf_shape in,

@@ -14,56 +14,47 @@
   tf_shape_make((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),    \
                 (int64_t[]){__VA_ARGS__})
 
-static tf_output placeholder(tf_graph *g, tf_dtype dt, tf_shape shape) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(dt));
-  tf_node_set_attr(b, "shape", tf_attr_shape(shape));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return (tf_output){n, 0};
+/* The bool attrs attr1=v1, attr2=v2 (each skipped when NULL) in kv;
+ * returns how many. */
+static int bool_attrs(tf_attr_kv kv[2], const char *attr1, bool v1,
+                      const char *attr2, bool v2) {
+  int n = 0;
+  if (attr1 != NULL) {
+    kv[n++] = (tf_attr_kv){attr1, tf_attr_bool(v1)};
+  }
+  if (attr2 != NULL) {
+    kv[n++] = (tf_attr_kv){attr2, tf_attr_bool(v2)};
+  }
+  return n;
 }
 
-/* Builds op on placeholders of shapes sa (and sb unless NULL) with up to two
- * bool attrs; returns the node (NULL on error, message in *st). */
+/* Builds op "m" on placeholders of shapes sa (and sb unless NULL) with up
+ * to two bool attrs; returns the node (NULL on error, message in *st). */
 static tf_node *build(tf_graph *g, const char *op, tf_dtype dt, tf_shape sa,
                       const tf_shape *sb, const char *attr1, bool v1,
                       const char *attr2, bool v2, tf_status *st) {
-  tf_output a = placeholder(g, dt, sa);
-  tf_output b = {0};
-  if (sb != NULL) {
-    b = placeholder(g, dt, *sb);
-  }
-  tf_node_builder *nb = tf_node_begin(g, op, "m");
-  tf_node_add_input(nb, a);
-  if (sb != NULL) {
-    tf_node_add_input(nb, b);
-  }
-  if (attr1 != NULL) {
-    tf_node_set_attr(nb, attr1, tf_attr_bool(v1));
-  }
-  if (attr2 != NULL) {
-    tf_node_set_attr(nb, attr2, tf_attr_bool(v2));
-  }
-  tf_status_init(st);
-  return tf_node_finish(nb, st);
+  tt_input in[2] = {{dt, sa}, {dt, sb != NULL ? *sb : sa}};
+  tf_attr_kv kv[2] = {{NULL}};
+  int n_kv = bool_attrs(kv, attr1, v1, attr2, v2);
+  return tt_build_node(g, op, "m", in, sb != NULL ? 2 : 1, false, kv, n_kv,
+                       st);
 }
 
 /* Expects op to infer `want` for output 0. */
 static void expect_shape(const char *op, tf_shape sa, const tf_shape *sb,
                          const char *a1, bool v1, const char *a2, bool v2,
                          tf_shape want) {
-  tf_graph *g = tf_graph_new();
-  tf_status st;
-  tf_node *n = build(g, op, TF_FLOAT32, sa, sb, a1, v1, a2, v2, &st);
-  ck_assert_msg(n != NULL, "%s: %s", op, st.msg);
+  tt_input in[2] = {{TF_FLOAT32, sa}, {TF_FLOAT32, sb != NULL ? *sb : sa}};
+  tf_attr_kv kv[2] = {{NULL}};
+  int n_kv = bool_attrs(kv, a1, v1, a2, v2);
+  tf_dtype got_dt;
+  tf_shape got = tt_infer_shape(op, in, sb != NULL ? 2 : 1, false, kv, n_kv, 0,
+                                &got_dt);
   char got_s[128], want_s[128];
-  const tf_shape *got = tf_node_output_shape(n, 0);
-  ck_assert_msg(tf_shape_equal(got, &want), "%s: inferred %s, want %s", op,
-                tf_shape_str(got, got_s, sizeof(got_s)),
+  ck_assert_msg(tf_shape_equal(&got, &want), "%s: inferred %s, want %s", op,
+                tf_shape_str(&got, got_s, sizeof(got_s)),
                 tf_shape_str(&want, want_s, sizeof(want_s)));
-  ck_assert_int_eq(tf_node_output_type(n, 0), TF_FLOAT32);
-  tf_graph_free(g);
+  ck_assert_int_eq(got_dt, TF_FLOAT32);
 }
 
 /* Expects graph construction to fail with INVALID_ARGUMENT whose message

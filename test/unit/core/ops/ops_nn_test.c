@@ -15,32 +15,14 @@
   tf_shape_make((int)(sizeof((int64_t[]){0, __VA_ARGS__}) / sizeof(int64_t)) - 1, \
                 (int64_t[]){0, __VA_ARGS__} + 1)
 
-typedef struct arg {
-  tf_dtype dt;
-  tf_shape shape;
-} arg;
+/* An input: a Placeholder of this dtype and shape. */
+typedef tt_input arg;
 
-static tf_output placeholder(tf_graph *g, arg a) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(a.dt));
-  tf_node_set_attr(b, "shape", tf_attr_shape(a.shape));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return (tf_output){n, 0};
-}
-
-/* Builds op on placeholders for args[0..n_args) with attrs; NULL on error
- * (message in *st). */
+/* Builds op "nn" on placeholders for args[0..n_args) with attrs; NULL on
+ * error (message in *st). */
 static tf_node *build(tf_graph *g, const char *op, const arg *args, int n_args,
                       const tf_attr_kv *kv, int n_kv, tf_status *st) {
-  tf_output in[4];
-  for (int i = 0; i < n_args; i++) in[i] = placeholder(g, args[i]);
-  tf_node_builder *b = tf_node_begin(g, op, "nn");
-  for (int i = 0; i < n_args; i++) tf_node_add_input(b, in[i]);
-  for (int i = 0; i < n_kv; i++) tf_node_set_attr(b, kv[i].name, kv[i].value);
-  tf_status_init(st);
-  return tf_node_finish(b, st);
+  return tt_build_node(g, op, "nn", args, n_args, false, kv, n_kv, st);
 }
 
 static void assert_shape(const tf_node *n, int i, tf_shape want) {

@@ -16,13 +16,7 @@ static const char *const float_ops[] = {"RandomUniform", "RandomStandardNormal",
                                         "RandomNormal", "TruncatedNormal"};
 
 static tf_output placeholder(tf_graph *g, tf_dtype dt, tf_shape shape) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(dt));
-  tf_node_set_attr(b, "shape", tf_attr_shape(shape));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return (tf_output){n, 0};
+  return (tf_output){tt_placeholder(g, NULL, dt, shape), 0};
 }
 
 /* A Const int64 vector (takes ownership of t). */

@@ -12,13 +12,7 @@
                 (int64_t[]){__VA_ARGS__})
 
 static tf_output ph(tf_graph *g, tf_dtype dt, tf_shape s) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(dt));
-  tf_node_set_attr(b, "shape", tf_attr_shape(s));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return (tf_output){n, 0};
+  return (tf_output){tt_placeholder(g, NULL, dt, s), 0};
 }
 
 /* A Const node holding t (the graph keeps its own reference). */

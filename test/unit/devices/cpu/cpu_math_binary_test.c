@@ -584,10 +584,8 @@ static tf_code run_kernel(const char *op, tf_tensor **in, int n,
   tf_graph *g = tf_graph_new();
   tf_output o[4];
   for (int i = 0; i < n; i++) {
-    tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-    tf_node_set_attr(b, "dtype", tf_attr_type_v(in[i]->dtype));
-    o[i] = (tf_output){tf_node_finish(b, st), 0};
-    ck_assert_msg(o[i].node != NULL, "%s", st->msg);
+    o[i] = (tf_output){
+        tt_placeholder(g, NULL, in[i]->dtype, tf_shape_unknown()), 0};
   }
   tf_node_builder *b = tf_node_begin(g, op, "op");
   for (int i = 0; i < n; i++) {
@@ -663,9 +661,8 @@ static tf_tensor *run_owned(const char *op, tf_tensor **in, int n) {
   tf_status st;
   tf_output o[4];
   for (int i = 0; i < n; i++) {
-    tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-    tf_node_set_attr(b, "dtype", tf_attr_type_v(in[i]->dtype));
-    o[i] = (tf_output){tf_node_finish(b, &st), 0};
+    o[i] = (tf_output){
+        tt_placeholder(g, NULL, in[i]->dtype, tf_shape_unknown()), 0};
   }
   tf_node_builder *b = tf_node_begin(g, op, "op");
   for (int i = 0; i < n; i++) {

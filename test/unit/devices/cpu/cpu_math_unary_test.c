@@ -117,12 +117,8 @@ static tf_tensor *reference(const tf_tensor *x, ref_fn ref) {
 static tf_tensor *run_kernel_in_place(const char *op, tf_tensor *x) {
   tf_graph *g = tf_graph_new();
   tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", "x");
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(x->dtype));
-  tf_node_set_attr(b, "shape", tf_attr_shape(x->shape));
-  tf_node *ph = tf_node_finish(b, &st);
-  ck_assert_msg(ph != NULL, "%s", st.msg);
-  b = tf_node_begin(g, op, "y");
+  tf_node *ph = tt_placeholder(g, "x", x->dtype, x->shape);
+  tf_node_builder *b = tf_node_begin(g, op, "y");
   tf_node_add_input(b, (tf_output){ph, 0});
   tf_node *n = tf_node_finish(b, &st);
   ck_assert_msg(n != NULL, "%s", st.msg);

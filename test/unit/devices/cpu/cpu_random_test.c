@@ -339,20 +339,13 @@ END_TEST
 
 /* ---- pools and kernel state ------------------------------------------------------ */
 
-static tf_output placeholder(tf_graph *g, const tf_tensor *like) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Placeholder", NULL);
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(like->dtype));
-  tf_node_set_attr(b, "shape", tf_attr_shape(like->shape));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return (tf_output){n, 0};
-}
-
 static tf_node *build_node(tf_graph *g, const char *op, tf_tensor **in,
                            int n_in, const tf_attr_kv *at, int n_at) {
   tf_output ph[4];
-  for (int i = 0; i < n_in; i++) ph[i] = placeholder(g, in[i]);
+  for (int i = 0; i < n_in; i++) {
+    ph[i] = (tf_output){
+        tt_placeholder(g, NULL, in[i]->dtype, in[i]->shape), 0};
+  }
   tf_node_builder *b = tf_node_begin(g, op, "r");
   for (int i = 0; i < n_in; i++) tf_node_add_input(b, ph[i]);
   for (int i = 0; i < n_at; i++) tf_node_set_attr(b, at[i].name, at[i].value);
