@@ -12,12 +12,14 @@ SANITIZE ?=
 ARCH    ?= native
 OPT     ?= -O3
 
+comma   := ,
 ifeq ($(SANITIZE),)
 BUILD   := build
 LIBDIR  := lib
 else
-BUILD   := build-san
-LIBDIR  := build-san
+# One build directory per sanitizer set: make does not track flags.
+BUILD   := build-san-$(subst $(comma),-,$(SANITIZE))
+LIBDIR  := $(BUILD)
 endif
 
 PKGS     := msgpack yaml-0.1 check libuv
@@ -39,7 +41,12 @@ LDLIBS  = $(PKG_LIBS) -lnng -lopenblas -lz -lm -lpthread
 
 LIB_SRCS  := $(shell find lib -name '*.c' -not -path 'lib/devices/cuda/*' | sort)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+# TESTS="core/tensor devices/cpu/cpu_matmul" limits a run to those tests.
+ifeq ($(TESTS),)
 TEST_SRCS := $(shell find test/unit -name '*_test.c' | sort)
+else
+TEST_SRCS := $(patsubst %,test/unit/%_test.c,$(TESTS))
+endif
 TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
 TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o
 CMD_SRCS  := $(wildcard cmd/*/main.c)
@@ -124,6 +131,6 @@ fuzz:
 	@scripts/run-fuzz.sh $(FUZZ_TIME)
 
 clean:
-	rm -rf build build-san lib/libtf.a lib/libtf.so bin
+	rm -rf build build-san-* lib/libtf.a lib/libtf.so bin
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -105,9 +105,19 @@ const tf_kernel_def *tf_kernel_for_node(const tf_node *n,
   pthread_once(&kernels_once, build_kernels);
   tf_dtype dt = TF_DTYPE_ANY;
   const char *attr = "T";
-  /* The attr that keys this op's kernels: ask the first registration. */
-  for (int i = 0; i < n_kernels; i++) {
-    if (strcmp(kernels[i]->op, n->op->name) == 0 && kernels[i]->type_attr) {
+  /* The attr that keys this op's kernels: ask its registrations (sorted
+   * by op, so they are adjacent). */
+  int lo = 0, hi = n_kernels;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (strcmp(kernels[mid]->op, n->op->name) < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  for (int i = lo; i < n_kernels && strcmp(kernels[i]->op, n->op->name) == 0; i++) {
+    if (kernels[i]->type_attr) {
       attr = kernels[i]->type_attr;
       break;
     }
