@@ -294,7 +294,8 @@ void tf_node_def_fini(tf_node_def *def) {
 }
 
 /* Kahn's algorithm over data and control edges, ignoring edges out of
- * NextIteration (the loop back edges). Nodes left over lie on a cycle. */
+ * TF_OP_BACK_EDGE ops (NextIteration: loop back edges). Nodes left over
+ * lie on a cycle. */
 tf_code tf_graph_validate(const tf_graph *g, tf_status *st) {
   int n = g->n_nodes;
   int *pending = tf__xcalloc((size_t)n + 1, sizeof *pending);
@@ -304,7 +305,7 @@ tf_code tf_graph_validate(const tf_graph *g, tf_status *st) {
     for (int k = 0; k < v->n_inputs + v->n_control; k++) {
       const tf_node *src = k < v->n_inputs ? v->inputs[k].node
                                            : v->control[k - v->n_inputs];
-      if (strcmp(src->op->name, "NextIteration") == 0) continue;
+      if (src->op->flags & TF_OP_BACK_EDGE) continue;
       pending[i]++;
       count[src->id]++;
     }
@@ -319,7 +320,7 @@ tf_code tf_graph_validate(const tf_graph *g, tf_status *st) {
     for (int k = 0; k < v->n_inputs + v->n_control; k++) {
       const tf_node *src = k < v->n_inputs ? v->inputs[k].node
                                            : v->control[k - v->n_inputs];
-      if (strcmp(src->op->name, "NextIteration") == 0) continue;
+      if (src->op->flags & TF_OP_BACK_EDGE) continue;
       edges[off[src->id] + count[src->id]++] = i;
     }
   }

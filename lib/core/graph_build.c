@@ -272,6 +272,15 @@ static tf_code compute_outputs(proto *p, int *out_start, tf_dtype **types,
     total += (int)count;
   }
   out_start[op->n_outputs] = total;
+  for (int k = 0; k < op->n_outputs; k++) {
+    const tf_arg_def *a = &op->outputs[k];
+    const tf_attr_value *tv = a->type_attr ? proto_attr(p, a->type_attr) : NULL;
+    if (a->type_attr != NULL && (tv == NULL || tv->type != TF_ATTR_TYPE || tv->is_list)) {
+      return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "output '%s' needs type "
+                      "attr %s, which is missing or not a type", a->name,
+                      a->type_attr);
+    }
+  }
   *types = tf__xcalloc((size_t)(total ? total : 1), sizeof **types);
   for (int k = 0; k < op->n_outputs; k++) {
     const tf_arg_def *a = &op->outputs[k];
@@ -708,7 +717,7 @@ static tf_code finish_batch_node(batch *b, int i, tf_status *st) {
 /* Topological order over the batch, treating edges out of NextIteration
  * as back edges; fails naming a node on a cycle otherwise. */
 static bool is_back_edge_src(const batch *b, int t) {
-  return strcmp(b->protos[t].op_name, "NextIteration") == 0;
+  return b->protos[t].op != NULL && (b->protos[t].op->flags & TF_OP_BACK_EDGE);
 }
 
 static tf_code batch_order(batch *b, int *order, tf_status *st) {

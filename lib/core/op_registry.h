@@ -34,6 +34,9 @@ enum {
   TF_OP_CONTROL_FLOW = 1u << 2, /* Switch, Merge, Enter, Exit, NextIteration */
   TF_OP_NOT_DIFFERENTIABLE = 1u << 3, /* explicitly has no gradient */
   TF_OP_SOURCE = 1u << 4,       /* Placeholder, Const, Variable: no inputs */
+  /* Its output edges are loop back edges (NextIteration): cycles through
+   * such a node are allowed, and graph import orders nodes without them. */
+  TF_OP_BACK_EDGE = 1u << 5,
 };
 
 /* Shape inference context. Output shapes start unknown; a shape function

@@ -37,6 +37,12 @@ static const tf_op_spec gb_ops[] = {
     {.name = "TestSplit", .inputs = {"x: T"}, .outputs = {"parts: K * T", "n: int64"},
      .attrs = {"T: type", "K: int >= 1 = 3", "mode: {'a', 'b'} = 'a'",
                "scale: float = 1.5"}, .doc = "test"},
+    {.name = "TestBackEdge", .inputs = {"data: T"}, .outputs = {"output: T"},
+     .attrs = {"T: type"}, .shape_fn = tf_shape_fn_unchanged,
+     .flags = TF_OP_BACK_EDGE, .doc = "test: a NextIteration-like op"},
+    {.name = "TestMerge", .inputs = {"inputs: N * T"},
+     .outputs = {"output: T", "value_index: int32"},
+     .attrs = {"T: type", "N: int >= 1"}, .doc = "test"},
     {.name = "TestPoolAttrs", .inputs = {"x: float32"}, .outputs = {"y: float32"},
      .attrs = {"ksize: list(int) >= 2"}, .doc = "test"},
 };
@@ -339,6 +345,41 @@ START_TEST(test_import_errors_add_nothing) {
 }
 END_TEST
 
+/* A loop: x -> merge -> body -> back edge -> merge. The back edge's source
+ * comes later in the batch, so its dtype comes from its own attrs. */
+START_TEST(test_import_loop_back_edge) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_attr_kv ph_attrs[] = {{"dtype", tf_attr_type_v(TF_FLOAT32)}};
+  tf_attr_kv t_attrs[] = {{"T", tf_attr_type_v(TF_FLOAT32)}};
+  tf_node_def defs[] = {
+      {.name = "m", .op = "TestMerge", .n_inputs = 2, .inputs = (const char *[]){"x", "n"}},
+      {.name = "body", .op = "Identity", .n_inputs = 1, .inputs = (const char *[]){"m"}},
+      {.name = "n", .op = "TestBackEdge", .n_inputs = 1,
+       .inputs = (const char *[]){"body"}, .n_attrs = 1, .attrs = t_attrs},
+      {.name = "x", .op = "Placeholder", .n_attrs = 1, .attrs = ph_attrs},
+  };
+  ck_assert_msg(tf_graph_import(g, defs, 4, &st) == TF_OK, "%s", st.msg);
+  ck_assert_int_eq(tf_graph_validate(g, &st), TF_OK);
+  tf_node *m = tf_graph_find(g, "m");
+  ck_assert_str_eq(tf_node_name(tf_node_input(m, 1).node), "n");
+  ck_assert_int_eq(tf_node_input_type(m, 1), TF_FLOAT32);
+  /* the same loop through a plain op is a cycle */
+  tf_graph *g2 = tf_graph_new();
+  defs[2].op = "Identity";
+  defs[2].n_attrs = 0;
+  ck_assert_int_eq(tf_graph_import(g2, defs, 4, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(st.msg, "cycle"));
+  /* a back-edge node without its type attr: a clear error, not a crash */
+  defs[2].op = "TestBackEdge";
+  ck_assert_int_eq(tf_graph_import(g2, defs, 4, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(st.msg, "back edge input 1 from 'n'"));
+  ck_assert_int_eq(tf_graph_num_nodes(g2), 0);
+  tf_graph_free(g2);
+  tf_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_large_chain_import) {
   /* 20k-node chain, defs in reverse order: import must stay linear-ish. */
   enum { N = 20000 };
@@ -386,6 +427,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_names_scopes_devices_colocation);
   tcase_add_test(tc, test_import_roundtrip_defs);
   tcase_add_test(tc, test_import_errors_add_nothing);
+  tcase_add_test(tc, test_import_loop_back_edge);
   tcase_add_test(tc, test_large_chain_import);
   suite_add_tcase(s, tc);
   return s;
