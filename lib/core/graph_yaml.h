@@ -34,9 +34,10 @@ bool tf__base64_decode(const char *s, size_t n, uint8_t *out,
                        size_t *out_len);
 
 /* The shortest decimal that reads back to the same value of dt (float64,
- * float32, float16 or bfloat16), always with a '.' in the mantissa
- * ("1.0", "1.5e+20") so that YAML 1.1 and 1.2 readers see a float;
- * ".inf", "-.inf", ".nan" for the specials. */
+ * float32, float16 or bfloat16), the nearest to v if several are that
+ * short (as Python's repr and numpy's unique mode pick), always with a '.'
+ * in the mantissa ("1.0", "1.5e+20") so that YAML 1.1 and 1.2 readers see
+ * a float; ".inf", "-.inf", ".nan" for the specials. */
 void tf__yaml_format_float(double v, tf_dtype dt, char *buf, size_t size);
 /* Reads a YAML float or int ("1", "-2.5e-3", ".inf", "-.Inf", ".nan") as
  * the nearest double, or (the _f32 form) the nearest float; false for

@@ -5,7 +5,10 @@
  * document only), then the tree is interpreted into tf_node_defs whose
  * attrs are typed by tag, by the op's declaration of the attr, or by
  * YAML's core schema, and handed to
- * tf_graph_import. Every error names the line and column it came from. */
+ * tf_graph_import. Every error names the line and column it came from:
+ * libyaml's reader (encoding) errors, which carry a byte offset only, are
+ * placed by counting characters up to it, and import's errors, which name
+ * a node, get the position of that node's mapping. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include "lib/core/graph_yaml.h"
 #include "lib/core/op_registry.h"
 #include "lib/core/serialize_util.h"
+#include "lib/core/strmap.h"
 #include "lib/core/util.h"
 #include "tf/serialize.h"
 
@@ -39,15 +43,96 @@ typedef struct ynode {
 
 typedef struct reader {
   yaml_parser_t parser;
+  const unsigned char *text; /* the input, for positions of reader errors */
+  size_t len;
   tf__arena *arena;
   tf_status *st;
 } reader;
+
+/* The character at s[i] (of n bytes; utf16: 0, or 1 for little-endian and
+ * 2 for big-endian): its code point (0 where only breaks matter) and its
+ * width in bytes, clipped to the input. */
+static size_t char_at(const unsigned char *s, size_t n, size_t i, int utf16,
+                      uint32_t *cp) {
+  size_t w;
+  if (utf16) {
+    if (i + 1 >= n) {
+      *cp = 0;
+      return n - i;
+    }
+    *cp = utf16 == 1 ? s[i] | (uint32_t)s[i + 1] << 8
+                     : s[i + 1] | (uint32_t)s[i] << 8;
+    w = (*cp & 0xfc00) == 0xd800 ? 4 : 2;
+  } else {
+    unsigned char c = s[i];
+    w = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+    *cp = c < 0x80 ? c : 0;
+    if (i + 1 < n && c == 0xc2 && s[i + 1] == 0x85) {
+      *cp = 0x85; /* NEL */
+    } else if (i + 2 < n && c == 0xe2 && s[i + 1] == 0x80 &&
+               (s[i + 2] == 0xa8 || s[i + 2] == 0xa9)) {
+      *cp = 0x2028; /* LS, PS */
+    }
+  }
+  return TF_MIN(w, n - i);
+}
+
+/* The 1-based line and column of byte offset off in the input, counted as
+ * libyaml counts its marks: after any byte order mark, in characters, with
+ * CR LF, CR, LF, NEL, LS and PS as line breaks. For libyaml's reader
+ * (encoding) errors, which report a byte offset only. */
+static void offset_position(const unsigned char *s, size_t n, size_t off,
+                            size_t *line, size_t *col) {
+  int utf16 = 0;
+  size_t i = 0;
+  if (n >= 2 && (s[0] == 0xff || s[0] == 0xfe) && s[1] == (s[0] ^ 1)) {
+    utf16 = s[0] == 0xff ? 1 : 2;
+    i = 2;
+  } else if (n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
+    i = 3;
+  }
+  *line = 1;
+  *col = 1;
+  off = TF_MIN(off, n);
+  while (i < off) {
+    uint32_t cp, next;
+    size_t w = char_at(s, n, i, utf16, &cp);
+    if (i + w > off) {
+      break; /* off is inside this character */
+    }
+    i += w;
+    if (cp == '\r' && i < n) {
+      char_at(s, n, i, utf16, &next);
+      if (next == '\n') {
+        continue; /* CR LF: the LF breaks the line */
+      }
+    }
+    bool brk = cp == '\n' || cp == '\r' || cp == 0x85 || cp == 0x2028 ||
+               cp == 0x2029;
+    *line = brk ? *line + 1 : *line;
+    *col = brk ? 1 : *col + 1;
+  }
+}
 
 static tf_code r_next(reader *r, yaml_event_t *ev) {
   if (yaml_parser_parse(&r->parser, ev)) {
     return TF_OK;
   }
   const yaml_parser_t *p = &r->parser;
+  if (p->error == YAML_READER_ERROR) {
+    const char *problem = p->problem ? p->problem : "cannot decode the text";
+    char value[32] = ""; /* the bad octet or character, when given */
+    if (p->problem_value >= 0) {
+      snprintf(value, sizeof value,
+               strstr(problem, "octet") ? "0x%02x at " : "U+%04X at ",
+               (unsigned)p->problem_value);
+    }
+    size_t line, col;
+    offset_position(r->text, r->len, p->problem_offset, &line, &col);
+    return tf_status_set(r->st, TF_INVALID_ARGUMENT,
+                         "graph yaml: line %zu column %zu: %s (%sbyte offset "
+                         "%zu)", line, col, problem, value, p->problem_offset);
+  }
   return tf_status_set(
       r->st,
       p->error == YAML_MEMORY_ERROR ? TF_RESOURCE_EXHAUSTED
@@ -178,7 +263,14 @@ typedef struct dec {
   tf__arena *arena;
   tf_status *st;
   char where[160];
+  tf__strmap nodes; /* node name -> its node_pos, for import errors */
 } dec;
+
+/* Where a node's mapping starts, and its op. */
+typedef struct node_pos {
+  const ynode *map;
+  const char *op;
+} node_pos;
 
 __attribute__((format(printf, 3, 4))) static tf_code
 derr(dec *d, const ynode *n, const char *fmt, ...) {
@@ -611,8 +703,8 @@ static tf_code y_tensor(dec *d, const ynode *n, tf_tensor **out) {
   }
   TF_TRY(y_shape(d, f[1], false, &shape));
   if (tf_shape_check(&shape, tf_dtype_size(dt), &count, d->st) != TF_OK) {
-    return tf_status_prefix(d->st, "graph yaml: line %zu column %zu",
-                            f[1]->line, f[1]->col);
+    return tf_status_prefix(d->st, "graph yaml: line %zu column %zu: %s",
+                            f[1]->line, f[1]->col, d->where);
   }
   tf_code c = f[2] != NULL
                   ? y_tensor_values(d, f[2], dt, &shape, count, out)
@@ -690,18 +782,52 @@ static tf_code y_node(dec *d, size_t idx, const ynode *n, tf_node_def *def) {
   return TF_OK;
 }
 
+/* Records the node's mapping under its name, for import errors; a name
+ * already in the document is an error here, at its second use. */
+static tf_code node_mark(dec *d, const ynode *n, const tf_node_def *def) {
+  const node_pos *first = tf__strmap_get(&d->nodes, def->name, NULL);
+  if (first != NULL) {
+    return tf_status_set(d->st, TF_INVALID_ARGUMENT,
+                         "graph yaml: line %zu column %zu: node '%.100s' "
+                         "(%.100s): duplicate node name; the first is at line "
+                         "%zu column %zu", n->line, n->col, def->name, def->op,
+                         first->map->line, first->map->col);
+  }
+  node_pos *pos = tf__arena_calloc(d->arena, 1, sizeof *pos);
+  pos->map = n;
+  pos->op = def->op;
+  tf__strmap_put(&d->nodes, def->name, pos);
+  return TF_OK;
+}
+
+/* version: the integer 1 (a plain or !!int scalar; '1' is a string). */
+static tf_code y_version(dec *d, const ynode *root, const ynode *v) {
+  int64_t ver;
+  bool str_tag = v != NULL && v->tag != NULL &&
+                 (strcmp(v->tag, "!") == 0 ||
+                  strcmp(v->tag, TF_YAML_CORE_PREFIX "str") == 0);
+  bool is_int = v != NULL && v->kind == YN_SCALAR &&
+                (v->tag != NULL ? strcmp(v->tag, TF_YAML_CORE_PREFIX "int") == 0
+                                : v->plain);
+  if (is_int && tf__yaml_parse_int(v->text, v->len, &ver) &&
+      ver == TF_GRAPH_FORMAT_VERSION) {
+    return TF_OK;
+  }
+  if (v != NULL && v->kind == YN_SCALAR &&
+      (str_tag || (v->tag == NULL && !v->plain))) {
+    return derr(d, v, "'version' must be the integer %d, not the string "
+                "'%.20s'", TF_GRAPH_FORMAT_VERSION, v->text);
+  }
+  return derr(d, v ? v : root, "'version' must be %d",
+              TF_GRAPH_FORMAT_VERSION);
+}
+
 static tf_code y_graph(dec *d, const ynode *root, tf_node_def **defs, int *n) {
   static const char *const keys[] = {"version", "nodes"};
   const ynode *f[2];
-  int64_t ver;
   snprintf(d->where, sizeof d->where, "top level");
   TF_TRY(fields(d, root, keys, 2, f));
-  if (f[0] == NULL || f[0]->kind != YN_SCALAR ||
-      !tf__yaml_parse_int(f[0]->text, f[0]->len, &ver) ||
-      ver != TF_GRAPH_FORMAT_VERSION) {
-    return derr(d, f[0] ? f[0] : root, "'version' must be %d",
-                TF_GRAPH_FORMAT_VERSION);
-  }
+  TF_TRY(y_version(d, root, f[0]));
   if (f[1] == NULL || (f[1]->kind != YN_SEQ && !is_null(f[1])) ||
       f[1]->n > INT32_MAX) {
     return derr(d, f[1] ? f[1] : root, "'nodes' must be a sequence");
@@ -710,34 +836,83 @@ static tf_code y_graph(dec *d, const ynode *root, tf_node_def **defs, int *n) {
   *defs = tf__arena_calloc(d->arena, nn, sizeof **defs);
   for (size_t i = 0; i < nn; i++) {
     TF_TRY(y_node(d, i, &f[1]->items[i], &(*defs)[i]));
+    TF_TRY(node_mark(d, &f[1]->items[i], &(*defs)[i]));
   }
   *n = (int)nn;
   return TF_OK;
+}
+
+/* The node whose name is msg[0..q) (q: the quote after it), if any; when
+ * strict, only if what follows the quote is ":" or " (<its op>)", as
+ * import writes "node 'x': ..." and "node 'x' (Op): ...". */
+static const node_pos *named_node(const dec *d, char *msg, char *q,
+                                  bool strict) {
+  *q = '\0';
+  const node_pos *pos = tf__strmap_get(&d->nodes, msg, NULL);
+  *q = '\'';
+  if (pos == NULL || !strict || q[1] == ':') {
+    return pos;
+  }
+  size_t n = strlen(pos->op);
+  return strncmp(q + 1, " (", 2) == 0 && strncmp(q + 3, pos->op, n) == 0 &&
+                 q[3 + n] == ')'
+             ? pos
+             : NULL;
+}
+
+/* Prefixes an import error with the position of the node it names: the
+ * first quoted text after "node '" (or, failing that, "name '", as in
+ * "node 3 has an invalid name 'x'") that is a node's name followed the way
+ * import writes one, else just a node's name. */
+static tf_code import_error_position(const dec *d, tf_status *st) {
+  static const char *const words[] = {"node '", "name '"};
+  char msg[TF_STATUS_MSG_MAX];
+  memcpy(msg, st->msg, sizeof msg);
+  for (int pass = 0; pass < 4; pass++) {
+    const char *word = words[pass % 2];
+    for (char *p = strstr(msg, word); p != NULL; p = strstr(p + 1, word)) {
+      char *name = p + strlen(word);
+      for (char *q = strchr(name, '\''); q != NULL; q = strchr(q + 1, '\'')) {
+        const node_pos *pos = named_node(d, name, q, pass < 2);
+        if (pos != NULL) {
+          return tf_status_prefix(st, "graph yaml: line %zu column %zu",
+                                  pos->map->line, pos->map->col);
+        }
+      }
+    }
+  }
+  return st->code;
 }
 
 tf_code tf_graph_from_yaml(tf_graph *g, const char *text, size_t len,
                            tf_status *st) {
   tf__arena arena;
   tf__arena_init(&arena);
-  reader r = {.arena = &arena, .st = st};
+  reader r = {.text = (const unsigned char *)(text ? text : ""),
+              .len = text ? len : 0,
+              .arena = &arena,
+              .st = st};
   if (!yaml_parser_initialize(&r.parser)) {
     return tf_status_set(st, TF_RESOURCE_EXHAUSTED, "graph yaml: out of memory");
   }
   /* libyaml asserts on a NULL input even when it is empty. */
-  yaml_parser_set_input_string(&r.parser,
-                               (const unsigned char *)(text ? text : ""),
-                               text ? len : 0);
+  yaml_parser_set_input_string(&r.parser, r.text, r.len);
   ynode root;
   tf_code c = r_document(&r, &root);
   yaml_parser_delete(&r.parser);
   if (c == TF_OK) {
     dec d = {.arena = &arena, .st = st};
+    tf__strmap_init(&d.nodes);
     tf_node_def *defs = NULL;
     int n = 0;
     c = y_graph(&d, &root, &defs, &n);
     if (c == TF_OK) {
       c = tf__graph_import_decoded(g, defs, n, st);
+      if (c != TF_OK) {
+        c = import_error_position(&d, st);
+      }
     }
+    tf__strmap_fini(&d.nodes);
   }
   tf__arena_fini(&arena);
   return c;

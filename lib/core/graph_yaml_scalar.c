@@ -238,15 +238,101 @@ bool tf__yaml_plain_is_special(const char *s, size_t n) {
 
 /* ---- float formatting ---------------------------------------------------- */
 
-static bool reads_back(const char *text, double v, tf_dtype dt) {
-  double d = strtod(text, NULL);
-  float f = strtof(text, NULL), fv = (float)v;
-  switch (dt) {
-  case TF_FLOAT32: return memcmp(&f, &fv, sizeof f) == 0;
-  case TF_FLOAT16: return tf_double_to_float16(d) == tf_double_to_float16(v);
-  case TF_BFLOAT16: return tf_float_to_bfloat16(f) == tf_float_to_bfloat16(fv);
-  default: return memcmp(&d, &v, sizeof d) == 0;
+/* Whether text reads back as v of dt the way the reader reads it (float16
+ * through the double, bfloat16 through the float); *back is the text as
+ * read, before any narrowing to dt. */
+static bool reads_back(const char *text, double v, tf_dtype dt, double *back) {
+  if (dt == TF_FLOAT64 || dt == TF_FLOAT16) {
+    double d = strtod(text, NULL);
+    *back = d;
+    return dt == TF_FLOAT16
+               ? tf_double_to_float16(d) == tf_double_to_float16(v)
+               : memcmp(&d, &v, sizeof d) == 0;
   }
+  float f = strtof(text, NULL), fv = (float)v;
+  *back = f;
+  return dt == TF_FLOAT32
+             ? memcmp(&f, &fv, sizeof f) == 0
+             : tf_float_to_bfloat16(f) == tf_float_to_bfloat16(fv);
+}
+
+/* A decimal m * 10^e of p significant digits: 10^(p-1) <= m < 10^p, or
+ * m = 0. */
+typedef struct decimal {
+  uint64_t m;
+  int e, p;
+} decimal;
+
+/* |v| rounded to the nearest decimal of p significant digits. */
+static decimal dec_nearest(double v, int p) {
+  char t[40];
+  snprintf(t, sizeof t, "%.*e", p - 1, fabs(v));
+  decimal d = {0, 0, p};
+  const char *c = t;
+  for (; *c != 'e'; c++) {
+    d.m = *c == '.' ? d.m : d.m * 10 + (uint64_t)(*c - '0');
+  }
+  d.e = atoi(c + 1) - (p - 1);
+  return d;
+}
+
+/* The next decimal of d.p digits above (dir > 0) or below d (m > 0). */
+static decimal dec_step(decimal d, int dir) {
+  uint64_t lo = 1;
+  for (int i = 1; i < d.p; i++) {
+    lo *= 10;
+  }
+  if (dir > 0 && ++d.m == lo * 10) {
+    d.m = lo;
+    d.e++;
+  } else if (dir < 0 && d.m-- == lo) {
+    d.m = lo * 10 - 1;
+    d.e--;
+  }
+  return d;
+}
+
+/* Writes d (with v's sign) the way "%.*g" with precision d.p would, plus
+ * a ".0" where the mantissa has no point: "0.015625", "1.0e+20". */
+static void dec_text(decimal d, double v, char *buf, size_t size) {
+  char dig[24];
+  uint64_t m = d.m;
+  for (int i = d.p - 1; i >= 0; i--, m /= 10) {
+    dig[i] = (char)('0' + m % 10);
+  }
+  int k = d.p;
+  while (k > 1 && dig[k - 1] == '0') {
+    k--; /* %g drops trailing zeros */
+  }
+  int x = d.m == 0 ? 0 : d.e + d.p - 1; /* exponent of the first digit */
+  const char *sign = signbit(v) ? "-" : "";
+  if (x < -4 || x >= d.p) {
+    snprintf(buf, size, "%s%c.%.*se%c%02d", sign, dig[0], k > 1 ? k - 1 : 1,
+             k > 1 ? dig + 1 : "0", x < 0 ? '-' : '+', abs(x));
+  } else if (x < 0) {
+    snprintf(buf, size, "%s0.%.*s%.*s", sign, -x - 1, "000", k, dig);
+  } else if (k > x + 1) {
+    snprintf(buf, size, "%s%.*s.%.*s", sign, x + 1, dig, k - x - 1,
+             dig + x + 1);
+  } else {
+    snprintf(buf, size, "%s%.*s.0", sign, x + 1, dig);
+  }
+}
+
+/* Writes to buf the p-digit decimal nearest v that reads back, if any. */
+static bool shortest_of(double v, tf_dtype dt, int p, char *buf,
+                        size_t size) {
+  decimal d = dec_nearest(v, p);
+  double back;
+  dec_text(d, v, buf, size);
+  if (reads_back(buf, v, dt, &back)) {
+    return true;
+  }
+  if (d.m == 0) {
+    return false;
+  }
+  dec_text(dec_step(d, fabs(back) < fabs(v) ? 1 : -1), v, buf, size);
+  return reads_back(buf, v, dt, &back);
 }
 
 void tf__yaml_format_float(double v, tf_dtype dt, char *buf, size_t size) {
@@ -259,26 +345,26 @@ void tf__yaml_format_float(double v, tf_dtype dt, char *buf, size_t size) {
     snprintf(buf, size, "%s", v < 0 ? "-.inf" : ".inf");
     return;
   }
-  /* The fewest significant digits that read back: if p digits do, so do
-   * p + 1, so binary search; 17 always do for a double (9 for a float). */
-  char tmp[40];
+  /* The fewest significant digits p with which some decimal reads back.
+   * Those that read back form an interval around v, so one of p digits
+   * does iff one of v's two p-digit neighbours does: the nearest
+   * (preferred), else the next one on the other side of v. (The nearest
+   * alone is not enough: at a power of two the values below v are twice as
+   * dense as those above, so a farther decimal above can read back where
+   * the nearest one, below, does not.) Every p-digit decimal has p + 1
+   * digits too, so "some p-digit decimal reads back" is monotonic in p:
+   * binary search. 17 digits always read back for a double, 9 for the
+   * narrower types. */
   int lo = 1, hi = dt == TF_FLOAT64 ? 17 : 9;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    snprintf(tmp, sizeof tmp, "%.*g", mid, v);
-    if (reads_back(tmp, v, dt)) {
+    if (shortest_of(v, dt, mid, buf, size)) {
       hi = mid;
     } else {
       lo = mid + 1;
     }
   }
-  snprintf(tmp, sizeof tmp, "%.*g", lo, v);
-  /* Make sure the mantissa has a '.': "1" -> "1.0", "1e+20" -> "1.0e+20". */
-  char *e = strchr(tmp, 'e');
-  size_t mant = e ? (size_t)(e - tmp) : strlen(tmp);
-  if (memchr(tmp, '.', mant) == NULL) {
-    snprintf(buf, size, "%.*s.0%s", (int)mant, tmp, e ? e : "");
-  } else {
-    snprintf(buf, size, "%s", tmp);
+  if (!shortest_of(v, dt, lo, buf, size)) {
+    dec_text(dec_nearest(v, lo), v, buf, size); /* lo = 17 or 9: unreached */
   }
 }

@@ -6,7 +6,13 @@
  *    with L and C worked out by hand here (flow and block style, the n-th
  *    node of a growing document, CRLF line ends), and <where> naming the
  *    top level, node i (before its name is known), node 'x' or node 'x'
- *    attr 'y';
+ *    attr 'y'; encoding errors (libyaml's reader gives only a byte offset)
+ *    at the line and column worked out by hand, and at the same place
+ *    libyaml's own marks put a syntax error at that character (multibyte
+ *    characters, BOMs, CR LF, CR, NEL, LS and PS line breaks, UTF-16);
+ *    errors from tf_graph_import (unknown op or input, attr of the wrong
+ *    type, duplicate or invalid name, arity, dtype, cycle) at the node's
+ *    mapping;
  *  - the nesting limit exactly at its boundary, and the input length
  *    honoured (no NUL needed, NULL text);
  *  - how untagged and tagged values are typed (core schema, the op's
@@ -57,6 +63,18 @@ static void expect_prefix(const char *text, const char *prefix,
   tf_graph_free(g);
 }
 
+/* expect_msg for a text of n bytes (it may hold NULs). */
+static void expect_msg_n(const char *text, size_t n, const char *want) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_status_init(&st);
+  tf_code c = tf_graph_from_yaml(g, text, n, &st);
+  ck_assert_msg(c == TF_INVALID_ARGUMENT, "%s: %s", tf_code_name(c), st.msg);
+  ck_assert_msg(strcmp(st.msg, want) == 0, "got  '%s'\nwant '%s'", st.msg,
+                want);
+  tf_graph_free(g);
+}
+
 static tf_graph *read_ok(const char *text) {
   tf_graph *g = tf_graph_new();
   tf_status st;
@@ -83,10 +101,90 @@ START_TEST(test_syntax_errors) {
   expect_prefix("version: 1\nnodes: []\nx: \"open\n", "graph yaml: line 4 "
                 "column 1: ", "(while scanning a quoted scalar)");
   expect_prefix("version: 1\nnodes: []\nx: !<tag\n", "graph yaml: line 3 ", "");
-  /* Encoding errors come from libyaml's reader (which reports a byte
-   * offset, not a line). */
-  expect_prefix("version: 1\nnodes: []\n_: \"\xc3\x28\"\n", "graph yaml: ",
-                "UTF-8");
+}
+END_TEST
+
+/* Encoding errors come from libyaml's reader, which reports a byte offset
+ * only; the line and column are counted from it in characters, after any
+ * byte order mark. */
+START_TEST(test_encoding_error_positions) {
+  /* A trailing octet is reported at its own offset, the column is that of
+   * the character it belongs to. */
+  expect_msg("version: 1\nnodes: []\n_: \"\xc3\x28\"\n",
+             "graph yaml: line 3 column 5: invalid trailing UTF-8 octet (0x28 "
+             "at byte offset 26)");
+  /* "\xc3\xa9" is one character. */
+  expect_msg("version: 1\nnodes: []\n_: \"\xc3\xa9\xff\"\n",
+             "graph yaml: line 3 column 6: invalid leading UTF-8 octet (0xff "
+             "at byte offset 27)");
+  expect_msg("version: 1\r\nnodes: []\r\n_: \xff\r\n",
+             "graph yaml: line 3 column 4: invalid leading UTF-8 octet (0xff "
+             "at byte offset 26)");
+  expect_msg("\xef\xbb\xbfversion: \xff",
+             "graph yaml: line 1 column 10: invalid leading UTF-8 octet (0xff "
+             "at byte offset 12)");
+  expect_msg("version: 1\nnodes: []\n_: a\x01" "b\n",
+             "graph yaml: line 3 column 5: control characters are not allowed "
+             "(U+0001 at byte offset 25)");
+  expect_msg("version: 1\n_: \xe2\x82",
+             "graph yaml: line 2 column 4: incomplete UTF-8 octet sequence "
+             "(byte offset 14)");
+  expect_msg_n("version: 1\n_: a\0b\n", 18,
+               "graph yaml: line 2 column 5: control characters are not "
+               "allowed (U+0000 at byte offset 15)");
+  /* UTF-16 (by its byte order mark): two bytes a character. */
+  expect_msg_n("\xff\xfev\0\n\0a\0\x00\xdc", 10,
+               "graph yaml: line 2 column 2: unexpected low surrogate area "
+               "(U+DC00 at byte offset 8)");
+  expect_msg_n("\xfe\xff\0v\0\n\0a\xdc\x00", 10,
+               "graph yaml: line 2 column 2: unexpected low surrogate area "
+               "(U+DC00 at byte offset 8)");
+}
+END_TEST
+
+/* The line and column of "line L column C" in msg, or (0, 0). */
+static void position_of(const char *msg, int *line, int *col) {
+  *line = *col = 0;
+  sscanf(msg, "graph yaml: line %d column %d", line, col);
+}
+
+/* A bad byte sits where libyaml's scanner would report a character that
+ * cannot start a token: both errors name the same line and column, after
+ * every kind of line break libyaml knows and characters of every width. */
+START_TEST(test_encoding_error_matches_libyaml_marks) {
+  static const struct { const char *prefix; int line, col; } cases[] = {
+      {"", 1, 4},
+      {"version: 1\nnodes: []\n", 3, 4},
+      {"\xef\xbb\xbf# a byte order mark\n", 2, 4},
+      {"# caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\r\n# crlf\r\n", 3, 4},
+      {"# cr\r# cr\r", 3, 4},
+      {"# nel\xc2\x85# ls\xe2\x80\xa8# ps\xe2\x80\xa9", 4, 4},
+      {"x: \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"\n", 2, 4},
+      {"\xef\xbb\xbfx: \xe4\xb8\xad\n", 2, 4},
+      {"x: [a,\n    b]\n", 3, 4},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[256];
+    tf_status st;
+    int line[2], col[2];
+    for (int k = 0; k < 2; k++) {
+      snprintf(text, sizeof text, "%s_: %s\n", cases[i].prefix,
+               k == 0 ? "@" : "\xff");
+      tf_graph *g = tf_graph_new();
+      ck_assert_int_eq(read_yaml(g, text, &st), TF_INVALID_ARGUMENT);
+      tf_graph_free(g);
+      ck_assert_msg(strstr(st.msg, k == 0 ? "cannot start any token"
+                                          : "invalid leading UTF-8 octet"),
+                    "case %zu: %s", i, st.msg);
+      position_of(st.msg, &line[k], &col[k]);
+    }
+    ck_assert_msg(line[0] == cases[i].line && col[0] == cases[i].col,
+                  "case %zu: libyaml says line %d column %d", i, line[0],
+                  col[0]);
+    ck_assert_msg(line[1] == line[0] && col[1] == col[0],
+                  "case %zu: line %d column %d, libyaml line %d column %d", i,
+                  line[1], col[1], line[0], col[0]);
+  }
 }
 END_TEST
 
@@ -140,6 +238,21 @@ START_TEST(test_schema_errors_exact) {
              "'(collection)'");
   expect_msg("version: 1.0\nnodes: []\n",
              "graph yaml: line 1 column 10: top level: 'version' must be 1");
+  expect_msg("version: !!float 1\nnodes: []\n",
+             "graph yaml: line 1 column 10: top level: 'version' must be 1");
+  /* A string is not the version, whatever its text. */
+  expect_msg("version: '1'\nnodes: []\n",
+             "graph yaml: line 1 column 10: top level: 'version' must be the "
+             "integer 1, not the string '1'");
+  expect_msg("nodes: []\nversion: \"1\"\n",
+             "graph yaml: line 2 column 10: top level: 'version' must be the "
+             "integer 1, not the string '1'");
+  expect_msg("version: !!str 1\nnodes: []\n",
+             "graph yaml: line 1 column 10: top level: 'version' must be the "
+             "integer 1, not the string '1'");
+  expect_msg("version: |\n  1\nnodes: []\n",
+             "graph yaml: line 1 column 10: top level: 'version' must be the "
+             "integer 1, not the string '1\n'");
   expect_msg("\n\nnodes: []\n",
              "graph yaml: line 3 column 1: top level: 'version' must be 1");
   expect_msg("version: 1\nnodes: 3\n",
@@ -173,6 +286,68 @@ START_TEST(test_error_line_tracks_node) {
     }
     crlf[c] = '\0';
     expect_msg(crlf, want);
+  }
+}
+END_TEST
+
+/* Errors tf_graph_import finds in the decoded nodes name the node; the
+ * reader puts the line and column of that node's mapping in front. */
+START_TEST(test_import_error_positions) {
+  expect_msg(HEAD "- {name: a, op: NoOp}\n- name: mm\n  op: NoSuchOp\n",
+             "graph yaml: line 4 column 3: node 'mm' (NoSuchOp): op type "
+             "'NoSuchOp' is not registered");
+  expect_msg(HEAD "- {name: a, op: NoOp}\n-   {name: w, op: Placeholder, "
+             "attrs: {dtype: !!int 3}}\n",
+             "graph yaml: line 4 column 5: node 'w' (Placeholder): attr "
+             "'dtype' must be type, got int");
+  expect_msg(HEAD "- {name: a, op: Placeholder}\n",
+             "graph yaml: line 3 column 3: node 'a' (Placeholder): missing "
+             "attr 'dtype' (type)");
+  expect_msg(HEAD "- {name: a, op: NoOp, inputs: [ghost]}\n",
+             "graph yaml: line 3 column 3: node 'a': input 'ghost' names a "
+             "node that does not exist");
+  expect_msg(HEAD "- {name: a, op: NoOp}\n- {name: '', op: NoOp}\n",
+             "graph yaml: line 4 column 3: node 1 has an invalid name ''");
+  /* A quote inside the name. */
+  expect_msg(HEAD "- {name: a, op: NoOp}\n- {name: \"it's\", op: NoSuchOp}\n",
+             "graph yaml: line 4 column 3: node 'it's' (NoSuchOp): op type "
+             "'NoSuchOp' is not registered");
+  expect_msg(HEAD "- {name: a, op: NoOp}\n- {name: \"a' (NoOp\", op: X}\n",
+             "graph yaml: line 4 column 3: node 'a' (NoOp' (X): op type 'X' "
+             "is not registered");
+  /* A name used twice in the document: both places. */
+  expect_msg(HEAD "- {name: a, op: NoOp}\n- {name: b, op: NoOp}\n"
+             "- name: a\n  op: NoOp\n",
+             "graph yaml: line 5 column 3: node 'a' (NoOp): duplicate node "
+             "name; the first is at line 3 column 3");
+  /* Arity, dtype and shape checks of the op, and a cycle. */
+  const char *p = HEAD "- {name: p, op: Placeholder, attrs: {dtype: float32}}\n"
+                       "- {name: q, op: Placeholder, attrs: {dtype: int32}}\n";
+  char text[512];
+  snprintf(text, sizeof text, "%s- name: mm\n  op: MatMul\n  inputs: [p]\n", p);
+  expect_prefix(text, "graph yaml: line 5 column 3: node 'mm' (MatMul): ",
+                "input");
+  snprintf(text, sizeof text, "%s- name: mm\n  op: MatMul\n  inputs: [p, q]\n",
+           p);
+  expect_prefix(text, "graph yaml: line 5 column 3: node 'mm' (MatMul): ",
+                "int32");
+  expect_prefix(HEAD "- {name: a, op: NoOp}\n"
+                "- {name: b, op: Identity, inputs: [c]}\n"
+                "- {name: c, op: Identity, inputs: [b]}\n",
+                "graph yaml: line 4 column 3: node 'b' (Identity): ", "cycle");
+  /* The position follows the node down a growing document. */
+  char want[160];
+  for (int k = 0; k < 8; k++) {
+    int n = snprintf(text, sizeof text, HEAD);
+    for (int i = 0; i < k; i++) {
+      n += snprintf(text + n, sizeof text - (size_t)n,
+                    "- name: n%d\n  op: NoOp\n", i);
+    }
+    snprintf(text + n, sizeof text - (size_t)n,
+             "# comment\n-\n    name: bad\n    op: NoOp\n    inputs: [n9]\n");
+    snprintf(want, sizeof want, "graph yaml: line %d column 5: node 'bad': "
+             "input 'n9' names a node that does not exist", 2 * k + 5);
+    expect_msg(text, want);
   }
 }
 END_TEST
@@ -474,6 +649,11 @@ START_TEST(test_tensor_value_errors) {
       {"{dtype: [int8], shape: [], values: [1]}", "dtype must be a scalar, got a sequence"},
       {"{dtype: int32, shape: [1], data: !!binary AAAAAAAA}",
        "data holds 6 bytes, the tensor needs 4"},
+      {"{dtype: int8, shape: [4294967296, 4294967296], values: []}",
+       "shape [4294967296,4294967296] has more elements than fit in int64"},
+      {"{dtype: int64, shape: [2305843009213693952], values: []}",
+       "shape [2305843009213693952] of 2305843009213693952 elements of 8 "
+       "bytes overflows"},
   };
   char text[512], want[256];
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -494,6 +674,9 @@ START_TEST(test_null_and_empty_forms) {
       {"version: 1\nnodes: null\n", 0},
       {"nodes: []\nversion: 1\n", 0},
       {"# leading comment\n---\nversion: 1\nnodes: []\n...\n", 0},
+      {"version: !!int 1\nnodes: []\n", 0},
+      {"version: !!int '1'\nnodes: []\n", 0},
+      {"version: +1\nnodes: []\n", 0},
       {HEAD "- {name: a, op: NoOp, inputs: ~, attrs: null, device: ''}\n", 1},
       {HEAD "- {name: a, op: NoOp, inputs: [], attrs: {}}\n"
             "- name: b\n  op: NoOp\n  inputs:\n  attrs:\n", 2},
@@ -521,7 +704,8 @@ START_TEST(test_existing_graph) {
    * INVALID_ARGUMENT whatever import's own code. */
   ck_assert_int_eq(read_yaml(g, HEAD "- {name: pre, op: NoOp}\n", &st),
                    TF_INVALID_ARGUMENT);
-  ck_assert_msg(strstr(st.msg, "pre") != NULL, "%s", st.msg);
+  ck_assert_str_eq(st.msg, "graph yaml: line 3 column 3: node 'pre' (NoOp): "
+                           "duplicate node name");
   ck_assert_int_eq(read_yaml(g, HEAD "- {name: z, op: NoSuchOp}\n", &st),
                    TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(st.msg, "NoSuchOp") != NULL, "%s", st.msg);
@@ -544,6 +728,9 @@ Suite *tt_suite(void) {
   Suite *s = suite_create("graph_yaml_read");
   TCase *tw = tcase_create("where");
   tcase_add_test(tw, test_syntax_errors);
+  tcase_add_test(tw, test_encoding_error_positions);
+  tcase_add_test(tw, test_encoding_error_matches_libyaml_marks);
+  tcase_add_test(tw, test_import_error_positions);
   tcase_add_test(tw, test_schema_errors_exact);
   tcase_add_test(tw, test_error_line_tracks_node);
   tcase_add_test(tw, test_nesting_limit_boundary);

@@ -8,10 +8,11 @@
  *  - float formatting: hand-worked texts, then for random float64/float32
  *    bit patterns and a third of the float16 and bfloat16 patterns (all
  *    powers of two among them), the text reads back bit-exactly and is
- *    minimal (no decimal with fewer significant digits reads back: both
- *    decimal neighbours of the value are tried; powers of two are a pinned
- *    exception, see check_minimal), and has the digits of numpy's shortest
- *    repr (Dragon4, unique=True);
+ *    minimal (no decimal with fewer significant digits reads back: for
+ *    every shorter length both decimal neighbours of the value are tried,
+ *    which matters at powers of two, where the values below are twice as
+ *    dense as those above), and has the digits of numpy's shortest repr
+ *    (Dragon4, unique=True);
  *  - the core-schema recognisers (ints at the int64/uint64 limits against
  *    strtoll/strtoull, floats against strtod/strtof, bools, nulls, words
  *    that need quoting).
@@ -248,6 +249,15 @@ START_TEST(test_format_float_hand) {
       {65504.0, TF_FLOAT16, "6.55e+04"},     /* 65500 rounds to 65504 */
       {5.960464477539063e-08, TF_FLOAT16, "6.0e-08"}, /* min subnormal */
       {0.333984375, TF_BFLOAT16, "0.334"},   /* bfloat16(1/3) */
+      /* Powers of two: the values below are twice as dense as those above,
+       * so the shortest decimal may be a farther one above v: 0.01562 is
+       * nearer 2^-6 but reads back as the float16 below it. */
+      {0x1p-6, TF_FLOAT16, "0.01563"},
+      {-0x1p-6, TF_FLOAT16, "-0.01563"},
+      {0x1p-69, TF_BFLOAT16, "1.7e-21"},     /* 1.69e-21 is bfloat16 below */
+      {0x1p-24, TF_FLOAT64, "5.960464477539063e-08"}, /* not ...0625e-08 */
+      {0x1p-24, TF_FLOAT16, "6.0e-08"},
+      {0x1p+15, TF_FLOAT16, "3.277e+04"},    /* 32768 */
       {3.3895313892515355e38, TF_BFLOAT16, "3.39e+38"}, /* bfloat16 max */
       {NAN, TF_FLOAT64, ".nan"},
       {-NAN, TF_FLOAT32, ".nan"},
@@ -319,24 +329,27 @@ static void digits_of(const char *text, int64_t *m, int *e10) {
 }
 
 /* The q-significant-digit decimal nearest |v| (d = 0, what "%.*g" gives)
- * or one unit in its last place below (d = -1) or above (d = +1), with v's
- * sign; whether it reads back as v. */
+ * or the next q-digit decimal below (d = -1) or above (d = +1) it, with
+ * v's sign; whether it reads back as v. Below 10^k the next one down is
+ * 99..9 (q nines) times 10^(k-q). */
 static bool shorter_reads_back(double v, tf_dtype dt, int q, int d) {
   char near[64], cand[80];
   snprintf(near, sizeof near, "%.*e", q - 1, fabs(v));
-  int64_t m = 0;
+  int64_t m = 0, low = 1;
   for (const char *c = near; *c != 'e'; c++) {
     m = *c == '.' ? m : m * 10 + (*c - '0');
   }
+  for (int i = 1; i < q; i++) {
+    low *= 10;
+  }
   int e = atoi(strchr(near, 'e') + 1) - (q - 1);
+  if (d < 0 && m == low) {
+    m = low * 10; /* 10^(q-1) -> 10^q at one exponent lower */
+    e--;
+  }
   snprintf(cand, sizeof cand, "%s%lld.0e%d", v < 0 ? "-" : "",
            (long long)(m + d), e);
   return reads_back(cand, v, dt);
-}
-
-static bool is_power_of_two(double v) {
-  int e;
-  return v != 0 && frexp(fabs(v), &e) == 0.5;
 }
 
 /* Whether any decimal of q significant digits reads back as v. Such a
@@ -352,16 +365,11 @@ static bool any_reads_back(double v, tf_dtype dt, int q) {
 }
 
 /* Checks one finite value: the text has a '.' in the mantissa, reads back,
- * and no decimal with fewer significant digits does. Returns the digits
- * written.
- *
- * Known exception, pinned here: at a power of two the values below are
- * twice as dense as those above, so whether a decimal of p digits reads
- * back is not monotonic in p there, and the formatter (a binary search
- * over "%.*g" lengths) can write up to two digits more than needed:
- * float16 2^-6 is written "0.015625" where "0.01563" reads back, bfloat16
- * 2^-69 "1.694e-21" where "1.7e-21" does. At powers of two the text must
- * still read back and be at most two digits longer than the shortest. */
+ * and no decimal with fewer significant digits does (every shorter length
+ * is tried: at a power of two, where the values below are twice as dense
+ * as those above, the nearest decimal of q digits can fail where a farther
+ * one above reads back, so "some q-digit decimal reads back" is the test,
+ * not "the nearest one does"). Returns the digits written. */
 static void check_minimal(double v, tf_dtype dt, int64_t *m, int *e10) {
   const char *text = fmt(v, dt);
   char t[64];
@@ -378,20 +386,11 @@ static void check_minimal(double v, tf_dtype dt, int64_t *m, int *e10) {
   for (int64_t x = *m; x != 0; x /= 10) {
     p++;
   }
-  if (!is_power_of_two(v)) {
-    if (p > 1 && any_reads_back(v, dt, p - 1)) {
-      ck_abort_msg("%a as %s: a %d-digit decimal reads back but '%s' was "
-                   "written", v, tf_dtype_name(dt), p - 1, t);
-    }
-    return;
-  }
-  int shortest = p;
   for (int q = p - 1; q >= 1; q--) {
-    shortest = any_reads_back(v, dt, q) ? q : shortest;
-  }
-  if (p - shortest > 2) {
-    ck_abort_msg("%a as %s: '%s' is %d digits longer than needed", v,
-                 tf_dtype_name(dt), t, p - shortest);
+    if (any_reads_back(v, dt, q)) {
+      ck_abort_msg("%a as %s: a %d-digit decimal reads back but '%s' was "
+                   "written", v, tf_dtype_name(dt), q, t);
+    }
   }
 }
 
@@ -439,12 +438,21 @@ static double rand_finite(tf_dtype dt) {
   }
 }
 
+/* Random float64 and float32 bit patterns, then every power of two of
+ * both (normal and subnormal), where the shortest text may lie on the far
+ * side of v from the nearest decimal of its length. */
 START_TEST(test_format_random_float_bits) {
+  int64_t m;
+  int e;
   for (int i = 0; i < 6000; i++) {
-    int64_t m;
-    int e;
     check_minimal(rand_finite(TF_FLOAT64), TF_FLOAT64, &m, &e);
     check_minimal(rand_finite(TF_FLOAT32), TF_FLOAT32, &m, &e);
+  }
+  for (int k = -1074; k <= 1023; k++) {
+    check_minimal(ldexp(1.0, k), TF_FLOAT64, &m, &e);
+    if (k >= -149 && k <= 127) {
+      check_minimal(ldexp(1.0, k), TF_FLOAT32, &m, &e);
+    }
   }
 }
 END_TEST
@@ -501,7 +509,7 @@ START_TEST(test_format_matches_numpy) {
       digits_of(fmt(v, dts[k]), &m, &e);
       int64_t nm = ((int64_t *)out[2 * k]->data)[i];
       int64_t ne = ((int64_t *)out[2 * k + 1]->data)[i];
-      if ((m != nm || e != ne) && !is_power_of_two(v)) {
+      if (m != nm || e != ne) {
         ck_abort_msg("%a as %s: wrote '%s' (%llde%d), numpy %llde%lld", v,
                      tf_dtype_name(dts[k]), fmt(v, dts[k]), (long long)m, e,
                      (long long)nm, (long long)ne);

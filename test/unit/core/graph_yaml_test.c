@@ -332,6 +332,8 @@ START_TEST(test_errors_name_the_problem) {
       {"- {name: a, op: Placeholder}", "missing attr 'dtype'"},
       {"- {name: a, op: Placeholder, attrs: {dtype: 3}}", "not a dtype"},
       {"- {name: a, op: NoOp}\n- {name: a, op: NoOp}", "duplicate"},
+      {"- {name: a, op: NoOp}\n- {name: b, op: NoSuchOp}",
+       "line 4 column 3: node 'b' (NoSuchOp)"},
       {"- 7", "expected a mapping"},
   };
   char text[1024];
@@ -345,6 +347,7 @@ START_TEST(test_errors_name_the_problem) {
   expect_error("version: 1\nnodes: &a []\nx: *a\n", "aliases");
   expect_error("version: 2\nnodes: []\n", "'version' must be 1");
   expect_error("nodes: []\n", "'version' must be 1");
+  expect_error("version: '1'\nnodes: []\n", "not the string '1'");
   expect_error("version: 1\n", "'nodes' must be a sequence");
   expect_error("version: 1\nnodes: {}\n", "'nodes' must be a sequence");
   expect_error("version: 1\nnodes: []\nfoo: 1\n", "unknown key 'foo'");
