@@ -28,6 +28,30 @@ static inline void fuzz_check_rejection(tf_code c, const tf_status *st) {
              st);
 }
 
+typedef tf_code (*fuzz_tensor_enc)(const tf_tensor *, void **, size_t *,
+                                   tf_status *);
+typedef tf_code (*fuzz_tensor_dec)(const void *, size_t, tf_tensor **,
+                                   tf_status *);
+
+/* Encodes t with enc and decodes it with dec; the result must equal t.
+ * Returns the encoder's code: an encoder may refuse (UNIMPLEMENTED for
+ * dtypes its format cannot carry), and the caller decides if that is ok. */
+static inline tf_code fuzz_tensor_roundtrip(const tf_tensor *t,
+                                            fuzz_tensor_enc enc,
+                                            fuzz_tensor_dec dec,
+                                            tf_status *st) {
+  void *buf;
+  size_t len;
+  tf_code c = enc(t, &buf, &len, st);
+  if (c != TF_OK) return c;
+  tf_tensor *back = NULL;
+  FUZZ_CHECK(dec(buf, len, &back, st) == TF_OK, st);
+  FUZZ_CHECK(tf_tensor_equal(t, back), st);
+  free(buf);
+  tf_tensor_unref(back);
+  return TF_OK;
+}
+
 /* The msgpack bytes of g (exact for every value, so equal bytes mean equal
  * graphs); the caller frees *buf. */
 static inline void fuzz_graph_bytes(const tf_graph *g, void **buf,

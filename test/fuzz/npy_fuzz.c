@@ -15,14 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(t == NULL, &st);
     return 0;
   }
-  void *buf;
-  size_t len;
-  tf_tensor *back = NULL;
-  FUZZ_CHECK(tf_tensor_to_npy(t, &buf, &len, &st) == TF_OK, &st);
-  FUZZ_CHECK(tf_tensor_from_npy(buf, len, &back, &st) == TF_OK, &st);
-  FUZZ_CHECK(tf_tensor_equal(t, back), &st);
-  free(buf);
-  tf_tensor_unref(back);
+  FUZZ_CHECK(fuzz_tensor_roundtrip(t, tf_tensor_to_npy, tf_tensor_from_npy,
+                                   &st) == TF_OK, &st);
   tf_tensor_unref(t);
   return 0;
 }

@@ -2,6 +2,8 @@
  * runners and tensor comparison. */
 #include "test/unit/testutil.h"
 
+#include "lib/core/kernel.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +242,52 @@ tf_shape tt_infer_shape(const char *op, const tt_input *in, int n_in,
   }
   tf_graph_free(g);
   return s;
+}
+
+tf_tensor *tt_run_in_place(const char *op, tf_tensor **in, int n, bool as_list) {
+  ck_assert(n >= 0 && n <= 16);
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_status_init(&st);
+  tf_output o[16];
+  for (int i = 0; i < n; i++) {
+    o[i] = (tf_output){tt_placeholder(g, NULL, in[i]->dtype, tf_shape_unknown()), 0};
+  }
+  tf_node_builder *b = tf_node_begin(g, op, "op");
+  if (as_list) {
+    tf_node_add_input_list(b, o, n);
+  } else {
+    for (int i = 0; i < n; i++) tf_node_add_input(b, o[i]);
+  }
+  tf_node *node = tf_node_finish(b, &st);
+  ck_assert_msg(node != NULL, "%s", st.msg);
+  const tf_kernel_def *k = tf_kernel_for_node(node, TF_DEVICE_CPU, &st);
+  ck_assert_msg(k != NULL, "%s", st.msg);
+  void *state = NULL;
+  ck_assert_msg(k->init == NULL || k->init(node, &state, &st) == TF_OK, "%s", st.msg);
+  tf_tensor *out[1] = {NULL};
+  tf_device *dev = tf_cpu_device();
+  tf_kernel_ctx ctx = {.node = node, .def = k, .state = state, .device = dev,
+                       .pool = dev->pool, .n_inputs = n, .inputs = in,
+                       .n_outputs = 1, .outputs = out, .status = &st};
+  ck_assert_msg(k->compute(&ctx) == TF_OK, "%s", st.msg);
+  if (k->free_state != NULL) k->free_state(state);
+  tf_graph_free(g);
+  return out[0];
+}
+
+int64_t tt_bcast_src_index(const tf_shape *in, const tf_shape *out, int64_t o) {
+  int64_t off = 0, stride = 1;
+  for (int i = out->rank - 1; i >= 0; i--) {
+    int64_t c = o % out->dims[i];
+    o /= out->dims[i];
+    int j = i - (out->rank - in->rank);
+    if (j >= 0) {
+      off += in->dims[j] == 1 ? 0 : c * stride;
+      stride *= in->dims[j];
+    }
+  }
+  return off;
 }
 
 void tt_free(tf_tensor **t, int n) {

@@ -79,6 +79,18 @@ tf_shape tt_infer_shape(const char *op, const tt_input *in, int n_in,
                         bool as_list, const tf_attr_kv *attrs, int n_attrs,
                         int out, tf_dtype *dtype);
 
+/* Runs op's CPU kernel directly, as the executor does, on inputs whose
+ * only references are the caller's: the kernel may then write its output
+ * into an input's buffer (in place). Inputs come from Placeholders of
+ * unknown shape, as a list when as_list; exactly one output. The caller
+ * keeps its references to in[] and owns the result. */
+tf_tensor *tt_run_in_place(const char *op, tf_tensor **in, int n, bool as_list);
+
+/* Flat index of the element of an operand of shape `in` that feeds flat
+ * output element o under NumPy broadcasting to `out` (dims right-aligned,
+ * size-1 dims repeat): a reference independent of the kernels' code. */
+int64_t tt_bcast_src_index(const tf_shape *in, const tf_shape *out, int64_t o);
+
 /* Unrefs an array of tensors. */
 void tt_free(tf_tensor **t, int n);
 

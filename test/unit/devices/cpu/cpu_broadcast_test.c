@@ -29,21 +29,6 @@ static tf_bcast init_ok(int n, const tf_shape *s) {
   return bc;
 }
 
-/* Offset of output element o in operand `in` (right-aligned, size-1 dims
- * repeat), by unravelling o: independent of the collapsed strides. */
-static int64_t src_offset(const tf_shape *in, const tf_shape *out, int64_t o) {
-  int64_t off = 0, stride = 1;
-  for (int i = out->rank - 1; i >= 0; i--) {
-    int64_t c = o % out->dims[i];
-    o /= out->dims[i];
-    int j = i - (out->rank - in->rank);
-    if (j >= 0) {
-      off += in->dims[j] == 1 ? 0 : c * stride;
-      stride *= in->dims[j];
-    }
-  }
-  return off;
-}
 
 START_TEST(test_output_shapes) {
   struct {
@@ -202,10 +187,10 @@ static void check_walk(const tf_bcast *bc, const tf_shape *s, int n,
         for (int k = 0; k < n; k++) {
           int64_t got = blk.in_off[k] + r * bc->row_stride[k] +
                         c * bc->col_stride[k];
-          ck_assert_msg(got == src_offset(&s[k], &bc->out, o),
+          ck_assert_msg(got == tt_bcast_src_index(&s[k], &bc->out, o),
                         "operand %d at output %lld: offset %lld, want %lld",
                         k, (long long)o, (long long)got,
-                        (long long)src_offset(&s[k], &bc->out, o));
+                        (long long)tt_bcast_src_index(&s[k], &bc->out, o));
         }
         pos++;
       }

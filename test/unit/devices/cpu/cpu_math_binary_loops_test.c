@@ -299,21 +299,6 @@ static void walk(tf_bcast_block_fn fn, const tf_bcast *bc, void *args,
   }
 }
 
-/* Operand offset feeding output element o (right-aligned, size-1 dims
- * repeat), found by unravelling o. */
-static int64_t src_index(const tf_shape *in, const tf_shape *out, int64_t o) {
-  int64_t off = 0, stride = 1;
-  for (int i = out->rank - 1; i >= 0; i--) {
-    int64_t c = o % out->dims[i];
-    o /= out->dims[i];
-    int j = i - (out->rank - in->rank);
-    if (j >= 0) {
-      off += in->dims[j] == 1 ? 0 : c * stride;
-      stride *= in->dims[j];
-    }
-  }
-  return off;
-}
 
 /* Checks output element o of op on dt against the reference. */
 static void check_elem(tf__binop op, tf_dtype dt, const void *out, int64_t o,
@@ -376,8 +361,8 @@ static void check_pair(tf__binop op, tf_dtype dt, tf_shape sa, tf_shape sb,
              tf_dtype_name(dt), tf_shape_str(&sa, sa_s, sizeof sa_s),
              tf_shape_str(&sb, sb_s, sizeof sb_s), kind);
     for (int64_t o = 0; o < bc.n; o++) {
-      check_elem(op, dt, out, o, a, src_index(&sa, &bc.out, o), b,
-                 src_index(&sb, &bc.out, o), where);
+      check_elem(op, dt, out, o, a, tt_bcast_src_index(&sa, &bc.out, o), b,
+                 tt_bcast_src_index(&sb, &bc.out, o), where);
     }
   }
   free(a);

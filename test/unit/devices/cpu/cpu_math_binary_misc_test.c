@@ -403,57 +403,20 @@ END_TEST
 
 /* ---- in place --------------------------------------------------------- */
 
-/* Calls the kernel directly on inputs nobody else holds (the caller's one
- * reference each, as the executor passes them), so it may reuse an input's
- * buffer. */
-static tf_tensor *run_owned(const char *op, tf_tensor **in, int n) {
-  tf_graph *g = tf_graph_new();
-  tf_status st;
-  tf_output o[8];
-  for (int i = 0; i < n; i++) {
-    o[i] = (tf_output){
-        tt_placeholder(g, NULL, in[i]->dtype, tf_shape_unknown()), 0};
-  }
-  tf_node_builder *b = tf_node_begin(g, op, "op");
-  if (!strcmp(op, "AddN")) {
-    tf_node_add_input_list(b, o, n);
-  } else {
-    for (int i = 0; i < n; i++) {
-      tf_node_add_input(b, o[i]);
-    }
-  }
-  tf_node *node = tf_node_finish(b, &st);
-  ck_assert_msg(node != NULL, "%s", st.msg);
-  const tf_kernel_def *k = tf_kernel_for_node(node, TF_DEVICE_CPU, &st);
-  ck_assert_msg(k != NULL, "%s", st.msg);
-  void *state = NULL;
-  ck_assert(k->init == NULL || k->init(node, &state, &st) == TF_OK);
-  tf_tensor *out[1] = {NULL};
-  tf_device *dev = tf_cpu_device();
-  tf_kernel_ctx ctx = {.node = node, .def = k, .state = state, .device = dev,
-                       .pool = dev->pool, .n_inputs = n, .inputs = in,
-                       .n_outputs = 1, .outputs = out, .status = &st};
-  ck_assert_msg(k->compute(&ctx) == TF_OK, "%s", st.msg);
-  if (k->free_state != NULL) {
-    k->free_state(state);
-  }
-  tf_graph_free(g);
-  return out[0];
-}
 
 START_TEST(test_in_place) {
   /* AddN(x, y, x): x cannot take the running sum (it is read again). */
   tf_tensor *x = tt_rand(TF_FLOAT64, SHAPE(50), -1, 1);
   tf_tensor *y = tt_rand(TF_FLOAT64, SHAPE(50), -1, 1);
   tf_tensor *want = addn_ref((tf_tensor *[]){x, y, x}, 3);
-  tf_tensor *got = run_owned("AddN", (tf_tensor *[]){x, y, x}, 3);
+  tf_tensor *got = tt_run_in_place("AddN", (tf_tensor *[]){x, y, x}, 3, true);
   ck_assert_ptr_ne(got->data, x->data);
   assert_same(got, want);
   tt_free((tf_tensor *[]){got, want}, 2);
   /* AddN(x, y): sums into x's buffer. */
   want = addn_ref((tf_tensor *[]){x, y}, 2);
   void *xbuf = x->data;
-  got = run_owned("AddN", (tf_tensor *[]){x, y}, 2);
+  got = tt_run_in_place("AddN", (tf_tensor *[]){x, y}, 2, true);
   ck_assert_ptr_eq(got->data, xbuf);
   assert_same(got, want);
   tt_free((tf_tensor *[]){got, want, x, y}, 4);
@@ -462,7 +425,7 @@ START_TEST(test_in_place) {
   tf_tensor *b = tt_rand(TF_FLOAT32, SHAPE(5), -1, 1);
   want = bias_ref(v, b, false);
   void *vbuf = v->data;
-  got = run_owned("BiasAdd", (tf_tensor *[]){v, b}, 2);
+  got = tt_run_in_place("BiasAdd", (tf_tensor *[]){v, b}, 2, false);
   ck_assert_ptr_eq(got->data, vbuf);
   assert_same(got, want);
   tt_free((tf_tensor *[]){got, want, v, b}, 4);
@@ -471,7 +434,7 @@ START_TEST(test_in_place) {
   tf_tensor *e = tt_rand(TF_INT32, SHAPE(6, 3), -9, 9);
   want = select_ref(c, t, e);
   void *tbuf = t->data;
-  got = run_owned("Select", (tf_tensor *[]){c, t, e}, 3);
+  got = tt_run_in_place("Select", (tf_tensor *[]){c, t, e}, 3, false);
   ck_assert_ptr_eq(got->data, tbuf);
   assert_same(got, want);
   tt_free((tf_tensor *[]){got, want, c, t, e}, 5);

@@ -74,20 +74,6 @@ static tf_shape bcast_shape(const tf_shape *a, const tf_shape *b) {
   return o;
 }
 
-/* Element of `in` feeding output element o (right-aligned, 1s repeat). */
-static int64_t src_offset(const tf_shape *in, const tf_shape *out, int64_t o) {
-  int64_t off = 0, stride = 1;
-  for (int i = out->rank - 1; i >= 0; i--) {
-    int64_t c = o % out->dims[i];
-    o /= out->dims[i];
-    int j = i - (out->rank - in->rank);
-    if (j >= 0) {
-      off += in->dims[j] == 1 ? 0 : c * stride;
-      stride *= in->dims[j];
-    }
-  }
-  return off;
-}
 
 /* The ops the reference knows, in one order with their names. */
 enum {
@@ -166,8 +152,8 @@ static tf_tensor *reference(const char *op, const tf_tensor *x,
   int64_t *iv = calloc((size_t)n + 1, sizeof(int64_t));
   int op_index = ref_index(op);
   for (int64_t o = 0; o < n; o++) {
-    double xv = tf_tensor_get_f64(x, src_offset(&x->shape, &os, o));
-    double yv = tf_tensor_get_f64(y, src_offset(&y->shape, &os, o));
+    double xv = tf_tensor_get_f64(x, tt_bcast_src_index(&x->shape, &os, o));
+    double yv = tf_tensor_get_f64(y, tt_bcast_src_index(&y->shape, &os, o));
     v[o] = ref_op(op_index, x->dtype, xv, yv);
     iv[o] = tf_dtype_is_integer(out_dt) ? wrap_int(out_dt, (int64_t)v[o]) : 0;
   }
@@ -653,39 +639,6 @@ END_TEST
 
 /* ---- in place --------------------------------------------------------- */
 
-/* Calls the kernel directly with inputs nobody else holds (as the
- * executor does), so it may write the output into an input's buffer.
- * Takes the caller's references to in[]. */
-static tf_tensor *run_owned(const char *op, tf_tensor **in, int n) {
-  tf_graph *g = tf_graph_new();
-  tf_status st;
-  tf_output o[4];
-  for (int i = 0; i < n; i++) {
-    o[i] = (tf_output){
-        tt_placeholder(g, NULL, in[i]->dtype, tf_shape_unknown()), 0};
-  }
-  tf_node_builder *b = tf_node_begin(g, op, "op");
-  for (int i = 0; i < n; i++) {
-    tf_node_add_input(b, o[i]);
-  }
-  tf_node *node = tf_node_finish(b, &st);
-  ck_assert_msg(node != NULL, "%s", st.msg);
-  const tf_kernel_def *k = tf_kernel_for_node(node, TF_DEVICE_CPU, &st);
-  ck_assert_msg(k != NULL, "%s", st.msg);
-  void *state = NULL;
-  ck_assert(k->init == NULL || k->init(node, &state, &st) == TF_OK);
-  tf_tensor *out[1] = {NULL};
-  tf_device *dev = tf_cpu_device();
-  tf_kernel_ctx ctx = {.node = node, .def = k, .state = state, .device = dev,
-                       .pool = dev->pool, .n_inputs = n, .inputs = in,
-                       .n_outputs = 1, .outputs = out, .status = &st};
-  ck_assert_msg(k->compute(&ctx) == TF_OK, "%s", st.msg);
-  if (k->free_state != NULL) {
-    k->free_state(state);
-  }
-  tf_graph_free(g);
-  return out[0];
-}
 
 START_TEST(test_forward_in_place) {
   /* [3] + [2,3]: only y has the output's size, so y's buffer is reused. */
@@ -694,7 +647,7 @@ START_TEST(test_forward_in_place) {
   tf_tensor *want = reference("Sub", x, y, TF_FLOAT32);
   void *ybuf = y->data;
   tf_tensor *in[2] = {x, y};
-  tf_tensor *got = run_owned("Sub", in, 2);
+  tf_tensor *got = tt_run_in_place("Sub", in, 2, false);
   ck_assert_ptr_eq(got->data, ybuf);
   tt_assert_close(got, want, 0, 1.2e-7);
   tt_free((tf_tensor *[]){got, want, x, y}, 4);
@@ -703,7 +656,7 @@ START_TEST(test_forward_in_place) {
   want = reference("Mul", x, x, TF_FLOAT64);
   void *xbuf = x->data;
   tf_tensor *in2[2] = {x, x};
-  got = run_owned("Mul", in2, 2);
+  got = tt_run_in_place("Mul", in2, 2, false);
   ck_assert_ptr_eq(got->data, xbuf);
   tt_assert_close(got, want, 0, 2.3e-16);
   tt_free((tf_tensor *[]){got, want, x}, 3);

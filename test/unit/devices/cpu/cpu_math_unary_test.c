@@ -111,29 +111,6 @@ static tf_tensor *reference(const tf_tensor *x, ref_fn ref) {
   return want;
 }
 
-/* Calls op's CPU kernel the way the executor does when it hands over the
- * only reference to x: the kernel may then reuse x's buffer (in place).
- * Returns the output; x keeps the caller's reference. */
-static tf_tensor *run_kernel_in_place(const char *op, tf_tensor *x) {
-  tf_graph *g = tf_graph_new();
-  tf_status st;
-  tf_node *ph = tt_placeholder(g, "x", x->dtype, x->shape);
-  tf_node_builder *b = tf_node_begin(g, op, "y");
-  tf_node_add_input(b, (tf_output){ph, 0});
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  const tf_kernel_def *k = tf_kernel_for_node(n, TF_DEVICE_CPU, &st);
-  ck_assert_msg(k != NULL && k->init == NULL, "%s", st.msg);
-  tf_device *dev = tf_cpu_device();
-  tf_tensor *out = NULL;
-  tf_status_init(&st);
-  tf_kernel_ctx ctx = {.node = n, .def = k, .device = dev, .pool = dev->pool,
-                       .n_inputs = 1, .inputs = &x, .n_outputs = 1,
-                       .outputs = &out, .status = &st};
-  ck_assert_msg(k->compute(&ctx) == TF_OK, "%s", st.msg);
-  tf_graph_free(g);
-  return out;
-}
 
 /* Runs op on x twice: through tf_execute (a fresh output buffer), then
  * through the kernel with x's only reference, which must work in place;
@@ -144,7 +121,7 @@ static void run_both_ways(const char *op, tf_tensor *x, const tf_tensor *want,
   ck_assert(y->data != x->data);
   expect_close(y, want, atol, rtol, op);
   tf_tensor_unref(y);
-  y = run_kernel_in_place(op, x);
+  y = tt_run_in_place(op, &x, 1, false);
   ck_assert_msg(y->data == x->data, "%s did not reuse its input", op);
   expect_close(y, want, atol, rtol, op);
   tf_tensor_unref(y);
