@@ -17,7 +17,9 @@ static void print_args(const tf_arg_def *args, int n) {
     printf("%s`%s: ", i ? ", " : "", a->name);
     if (a->number_attr) printf("%s * ", a->number_attr);
     if (a->is_ref) printf("Ref(");
-    printf("%s", a->type_attr ? a->type_attr : tf_dtype_name(a->fixed_type));
+    printf("%s", a->type_attr        ? a->type_attr
+                 : a->type_list_attr ? a->type_list_attr
+                                     : tf_dtype_name(a->fixed_type));
     if (a->is_ref) printf(")");
     printf("`");
   }

@@ -8,26 +8,34 @@
 #include "lib/core/util.h"
 #include "tf/eager.h"
 
-/* Which argument each flat input belongs to: list args take what is left
- * after single args (one list arg), or an explicit number attr. */
+/* The length an attr gives list arg a: the int number attr, or the length
+ * of its list(type) attr; -1 when that attr is not among attrs. */
+static int given_count(const tf_arg_def *a, const tf_attr_kv *attrs,
+                       int n_attrs) {
+  const char *name = a->number_attr ? a->number_attr : a->type_list_attr;
+  for (int j = 0; j < n_attrs; j++) {
+    const tf_attr_value *v = &attrs[j].value;
+    if (strcmp(attrs[j].name, name) != 0) continue;
+    if (a->number_attr && v->type == TF_ATTR_INT && !v->is_list) return (int)v->u.i;
+    if (a->type_list_attr && v->type == TF_ATTR_TYPE && v->is_list) return v->n;
+  }
+  return -1;
+}
+
+static bool is_list_arg(const tf_arg_def *a) {
+  return a->number_attr != NULL || a->type_list_attr != NULL;
+}
+
+/* Which argument each flat input belongs to: list args (N * T or a type
+ * list) take their attr's length when given, else what is left after the
+ * other args (at most one such list). */
 static tf_code split_inputs(const tf_op_def *op, int n_inputs,
                             const tf_attr_kv *attrs, int n_attrs, int *counts,
                             tf_status *st) {
   int fixed = 0, unknown = -1;
   for (int k = 0; k < op->n_inputs; k++) {
     const tf_arg_def *a = &op->inputs[k];
-    counts[k] = 1;
-    if (a->number_attr == NULL) {
-      fixed++;
-      continue;
-    }
-    counts[k] = -1;
-    for (int j = 0; j < n_attrs; j++) {
-      if (strcmp(attrs[j].name, a->number_attr) == 0 &&
-          attrs[j].value.type == TF_ATTR_INT && !attrs[j].value.is_list) {
-        counts[k] = (int)attrs[j].value.u.i;
-      }
-    }
+    counts[k] = is_list_arg(a) ? given_count(a, attrs, n_attrs) : 1;
     if (counts[k] >= 0) {
       fixed += counts[k];
     } else if (unknown >= 0) {
@@ -67,7 +75,7 @@ static tf_node *build(tf_graph *g, const tf_op_def *op, tf_tensor *const *in,
   tf_node_builder *b = tf_node_begin(g, op->name, "op");
   int at = 0;
   for (int k = 0; k < op->n_inputs; k++) {
-    if (op->inputs[k].number_attr != NULL) {
+    if (is_list_arg(&op->inputs[k])) {
       tf_node_add_input_list(b, outs + at, counts[k]);
     } else {
       tf_node_add_input(b, outs[at]);

@@ -263,6 +263,53 @@ tf_code tf_node_attr_get_int_list(const tf_node *n, const char *name,
   return TF_OK;
 }
 
+/* ---- edits made by the control-flow builders ---------------------------- */
+
+tf_code tf__node_set_back_edge(tf_node *n, int i, tf_output src, tf_status *st) {
+  if (i < 0 || i >= n->n_inputs) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' (%s) has no data "
+                         "input %d for a back edge from '%s'", n->name,
+                         n->op->name, i, src.node ? src.node->name : "(null)");
+  }
+  if (src.node == NULL || src.node->graph != n->graph) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "back edge into node '%s' "
+                         "(%s) input %d comes from %s", n->name, n->op->name,
+                         i, src.node ? "a node of another graph" : "no node");
+  }
+  const tf_node *s = src.node;
+  if (!(s->op->flags & TF_OP_BACK_EDGE)) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' (%s) cannot be "
+                         "the source of a back edge into '%s' (%s): only "
+                         "NextIteration can", s->name, s->op->name, n->name,
+                         n->op->name);
+  }
+  if (src.index < 0 || src.index >= s->n_outputs) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "back edge into '%s' asks "
+                         "for output %d of '%s', which has %d outputs",
+                         n->name, src.index, s->name, s->n_outputs);
+  }
+  if (s->out_types[src.index] != n->in_types[i]) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "back edge from '%s:%d' "
+                         "(%s) into input %d of '%s' (%s), which takes %s",
+                         s->name, src.index,
+                         tf_dtype_name(s->out_types[src.index]), i, n->name,
+                         n->op->name, tf_dtype_name(n->in_types[i]));
+  }
+  n->inputs[i] = src;
+  return TF_OK;
+}
+
+void tf__node_add_control(tf_node *n, tf_node *src) {
+  TF_ASSERT(src != NULL && src->graph == n->graph);
+  for (int i = 0; i < n->n_control; i++) {
+    if (n->control[i] == src) {
+      return;
+    }
+  }
+  n->control = tf__xrealloc(n->control, (size_t)(n->n_control + 1) * sizeof *n->control);
+  n->control[n->n_control++] = src;
+}
+
 /* ---- defs and validation ------------------------------------------------ */
 
 void tf_node_to_def(const tf_node *n, tf_node_def *def) {

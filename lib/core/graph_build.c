@@ -97,6 +97,8 @@ typedef struct in_info {
   const tf_dtype *types;
   const tf_shape *shapes;
   const tf_tensor *const *values;
+  const bool *is_ref;          /* whether the source output is Ref(...) */
+  const char *const *src_ops;  /* the source's op name, for messages */
 } in_info;
 
 #define NODE_ERR(st, code, p, ...)                                             \
@@ -124,6 +126,7 @@ static tf_code map_groups(proto *p, int *starts, tf_status *st) {
     const tf_arg_def *a = &op->inputs[k];
     const group *gr = &p->groups[k];
     starts[k] = gr->start;
+    if (a->type_list_attr != NULL) continue; /* checked with the dtypes */
     if (a->number_attr == NULL && (gr->is_list || gr->count != 1)) {
       return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "input '%s' takes one "
                       "tensor, got a list of %d", a->name, gr->count);
@@ -143,12 +146,70 @@ static tf_code map_groups(proto *p, int *starts, tf_status *st) {
   return TF_OK;
 }
 
+/* A type-list input [start, end): infers its list(type) attr from the
+ * inputs' dtypes, or checks them against it position by position. */
+static tf_code check_type_list(proto *p, const tf_arg_def *a, int start,
+                               int end, const in_info *in, tf_status *st) {
+  int count = end - start;
+  tf_attr_value *have = proto_attr(p, a->type_list_attr);
+  if (have == NULL) {
+    tf_attr_value tv = tf_attr_type_list(in->types + start, count);
+    proto_set_attr(p, a->type_list_attr, &tv);
+    return TF_OK;
+  }
+  if (have->type != TF_ATTR_TYPE || !have->is_list) {
+    return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "attr '%s' (typing input list "
+                    "'%s') must be list(type), got %s", a->type_list_attr,
+                    a->name, tf_attr_type_name(have->type, have->is_list));
+  }
+  for (int j = 0; j < TF_MAX(count, have->n); j++) {
+    if (j >= count || j >= have->n) {
+      return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "input list '%s' has %d "
+                      "tensor%s but attr %s lists %d type%s (first mismatch "
+                      "at position %d)", a->name, count, count == 1 ? "" : "s",
+                      a->type_list_attr, have->n, have->n == 1 ? "" : "s", j);
+    }
+    tf_dtype dt = in->types[start + j];
+    if (dt != have->u.types[j]) {
+      const tf_output *src = &p->inputs[start + j];
+      return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "input list '%s' position "
+                      "%d (from '%s:%d') has type %s, but attr %s says %s",
+                      a->name, j, src->node->name, src->index,
+                      tf_dtype_name(dt), a->type_list_attr,
+                      tf_dtype_name(have->u.types[j]));
+    }
+  }
+  return TF_OK;
+}
+
+/* An input declared Ref(T) must be fed by a Ref output; a plain input may
+ * be fed by either (a ref is read). */
+static tf_code check_refs(const proto *p, const int *starts, const in_info *in,
+                          tf_status *st) {
+  const tf_op_def *op = p->op;
+  for (int k = 0; k < op->n_inputs; k++) {
+    if (!op->inputs[k].is_ref) continue;
+    for (int i = starts[k]; i < starts[k + 1]; i++) {
+      if (in->is_ref[i]) continue;
+      return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "input %d ('%s') must be a "
+                      "reference (e.g. a variable), but '%s:%d' (%s) is not",
+                      i, op->inputs[k].name, p->inputs[i].node->name,
+                      p->inputs[i].index, in->src_ops[i]);
+    }
+  }
+  return TF_OK;
+}
+
 /* Infers or checks type attrs and fixed types from input dtypes. */
 static tf_code check_input_types(proto *p, const int *starts, const in_info *in,
                                  tf_status *st) {
   const tf_op_def *op = p->op;
   for (int k = 0; k < op->n_inputs; k++) {
     const tf_arg_def *a = &op->inputs[k];
+    if (a->type_list_attr != NULL) {
+      TF_TRY(check_type_list(p, a, starts[k], starts[k + 1], in, st));
+      continue;
+    }
     for (int i = starts[k]; i < starts[k + 1]; i++) {
       tf_dtype dt = in->types[i];
       tf_dtype want = a->fixed_type;
@@ -260,7 +321,15 @@ static tf_code compute_outputs(proto *p, int *out_start, tf_dtype **types,
     const tf_arg_def *a = &op->outputs[k];
     out_start[k] = total;
     int64_t count = 1;
-    if (a->number_attr != NULL) {
+    if (a->type_list_attr != NULL) {
+      const tf_attr_value *lv = proto_attr(p, a->type_list_attr);
+      if (lv == NULL || lv->type != TF_ATTR_TYPE || !lv->is_list) {
+        return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "output list '%s' needs "
+                        "attr %s, which is missing or not a list(type)",
+                        a->name, a->type_list_attr);
+      }
+      count = lv->n;
+    } else if (a->number_attr != NULL) {
       const tf_attr_value *nv = proto_attr(p, a->number_attr);
       count = nv ? nv->u.i : -1;
       if (count < 0 || count > 1000000) {
@@ -286,7 +355,10 @@ static tf_code compute_outputs(proto *p, int *out_start, tf_dtype **types,
     const tf_arg_def *a = &op->outputs[k];
     tf_dtype dt = a->fixed_type;
     if (a->type_attr != NULL) dt = proto_attr(p, a->type_attr)->u.t;
-    for (int i = out_start[k]; i < out_start[k + 1]; i++) (*types)[i] = dt;
+    const tf_attr_value *lv = a->type_list_attr ? proto_attr(p, a->type_list_attr) : NULL;
+    for (int i = out_start[k]; i < out_start[k + 1]; i++) {
+      (*types)[i] = lv ? lv->u.types[i - out_start[k]] : dt;
+    }
   }
   return TF_OK;
 }
@@ -332,6 +404,7 @@ static tf_code finish_node(proto *p, tf_node *n, const in_info *in,
   int starts[TF_OP_MAX_ARGS + 1];
   TF_TRY(map_groups(p, starts, st));
   TF_TRY(check_input_types(p, starts, in, st));
+  TF_TRY(check_refs(p, starts, in, st));
   apply_colocation(p);
   TF_TRY(check_attrs(p, st));
   tf_dtype *out_types;
@@ -360,36 +433,80 @@ static tf_code finish_node(proto *p, tf_node *n, const in_info *in,
   return p->op->shape_fn(&sc);
 }
 
-/* Gathers dtypes, shapes and constant values of p's inputs. */
-static void gather_inputs(const proto *p, tf_dtype *types, tf_shape *shapes,
-                          const tf_tensor **values) {
+/* Per-input facts about the sources, owned by the caller of finish_node. */
+typedef struct in_bufs {
+  tf_dtype *types;
+  tf_shape *shapes;
+  const tf_tensor **values;
+  bool *is_ref;
+  const char **src_ops;
+} in_bufs;
+
+static in_info in_bufs_new(in_bufs *b, int n) {
+  size_t m = (size_t)(n ? n : 1);
+  b->types = tf__xcalloc(m, sizeof *b->types);
+  b->shapes = tf__xcalloc(m, sizeof *b->shapes);
+  b->values = tf__xcalloc(m, sizeof *b->values);
+  b->is_ref = tf__xcalloc(m, sizeof *b->is_ref);
+  b->src_ops = tf__xcalloc(m, sizeof *b->src_ops);
+  return (in_info){b->types, b->shapes, b->values, b->is_ref, b->src_ops};
+}
+
+static void in_bufs_free(in_bufs *b) {
+  free(b->types);
+  free(b->shapes);
+  free(b->values);
+  free(b->is_ref);
+  free(b->src_ops);
+}
+
+/* A Const source's value (for shape functions), else NULL. */
+static const tf_tensor *const_value(const tf_node *src) {
+  if (src->op == NULL || strcmp(src->op->name, "Const") != 0) return NULL;
+  const tf_attr_value *v = tf_node_attr(src, "value");
+  return v != NULL && v->type == TF_ATTR_TENSOR && !v->is_list ? v->u.tensor : NULL;
+}
+
+/* Gathers what finish_node needs to know about p's (finished) sources. */
+static void gather_inputs(const proto *p, in_bufs *b) {
   for (int i = 0; i < p->n_inputs; i++) {
     const tf_node *src = p->inputs[i].node;
     int port = p->inputs[i].index;
-    types[i] = src->out_types ? src->out_types[port] : TF_DTYPE_INVALID;
-    shapes[i] = src->out_shapes ? src->out_shapes[port] : tf_shape_unknown();
-    values[i] = NULL;
-    if (src->op != NULL && strcmp(src->op->name, "Const") == 0) {
-      const tf_attr_value *v = tf_node_attr(src, "value");
-      if (v != NULL && v->type == TF_ATTR_TENSOR && !v->is_list) {
-        values[i] = v->u.tensor;
-      }
-    }
+    b->types[i] = src->out_types ? src->out_types[port] : TF_DTYPE_INVALID;
+    b->shapes[i] = src->out_shapes ? src->out_shapes[port] : tf_shape_unknown();
+    b->values[i] = const_value(src);
+    b->is_ref[i] = tf__node_output_is_ref(src, port);
+    b->src_ops[i] = src->op ? src->op->name : "?";
   }
 }
 
 static tf_code finish_with_inputs(proto *p, tf_node *n, tf_status *st) {
-  int m = p->n_inputs ? p->n_inputs : 1;
-  tf_dtype *types = tf__xcalloc((size_t)m, sizeof *types);
-  tf_shape *shapes = tf__xcalloc((size_t)m, sizeof *shapes);
-  const tf_tensor **values = tf__xcalloc((size_t)m, sizeof *values);
-  gather_inputs(p, types, shapes, values);
-  in_info in = {types, shapes, values};
+  in_bufs b;
+  in_info in = in_bufs_new(&b, p->n_inputs);
+  gather_inputs(p, &b);
   tf_code rc = finish_node(p, n, &in, st);
-  free(types);
-  free(shapes);
-  free(values);
+  in_bufs_free(&b);
   return rc;
+}
+
+/* The op argument (index into args) that flat position i falls in. */
+static int arg_of(const int *start, int n_args, int i) {
+  for (int k = 0; k < n_args; k++) {
+    if (i >= start[k] && i < start[k + 1]) return k;
+  }
+  return -1;
+}
+
+bool tf__node_output_is_ref(const tf_node *n, int port) {
+  if (n == NULL || n->op == NULL) return false;
+  int k = arg_of(n->out_start, n->op->n_outputs, port);
+  return k >= 0 && n->op->outputs[k].is_ref;
+}
+
+bool tf__node_input_is_ref(const tf_node *n, int i) {
+  if (n == NULL || n->op == NULL) return false;
+  int k = arg_of(n->in_start, n->op->n_inputs, i);
+  return k >= 0 && n->op->inputs[k].is_ref;
 }
 
 /* ---- the builder -------------------------------------------------------- */
@@ -598,22 +715,32 @@ static tf_code batch_prepare(tf_graph *g, const tf_node_def *defs, batch *b,
   return TF_OK;
 }
 
+/* How many data inputs arg a takes according to p's attrs: 1 for a single
+ * tensor, the length attr or the type list's length for lists, -1 when a
+ * list's attr is not given (or unusable). */
+static int arg_count(proto *p, const tf_arg_def *a, int n_data) {
+  if (a->type_list_attr != NULL) {
+    tf_attr_value *v = proto_attr(p, a->type_list_attr);
+    bool ok = v != NULL && v->type == TF_ATTR_TYPE && v->is_list && v->n <= n_data;
+    return ok ? v->n : -1;
+  }
+  if (a->number_attr == NULL) return 1;
+  tf_attr_value *v = proto_attr(p, a->number_attr);
+  bool ok = v != NULL && v->type == TF_ATTR_INT && !v->is_list && v->u.i >= 0 &&
+            v->u.i <= n_data;
+  return ok ? (int)v->u.i : -1;
+}
+
 /* Splits a def's flat data inputs into per-argument groups. */
 static tf_code group_inputs(proto *p, int n_data, tf_status *st) {
   const tf_op_def *op = p->op;
   int fixed = 0, lists_unknown = 0;
   for (int k = 0; k < op->n_inputs; k++) {
-    const tf_arg_def *a = &op->inputs[k];
-    if (a->number_attr == NULL) {
-      fixed++;
+    int c = arg_count(p, &op->inputs[k], n_data);
+    if (c >= 0) {
+      fixed += c;
     } else {
-      tf_attr_value *v = proto_attr(p, a->number_attr);
-      if (v != NULL && v->type == TF_ATTR_INT && !v->is_list && v->u.i >= 0 &&
-          v->u.i <= n_data) {
-        fixed += (int)v->u.i;
-      } else {
-        lists_unknown++;
-      }
+      lists_unknown++;
     }
   }
   if (lists_unknown > 1 || fixed > n_data || (lists_unknown == 0 && fixed != n_data)) {
@@ -624,14 +751,11 @@ static tf_code group_inputs(proto *p, int n_data, tf_status *st) {
   int at = 0;
   for (int k = 0; k < op->n_inputs; k++) {
     const tf_arg_def *a = &op->inputs[k];
-    int count = 1;
-    if (a->number_attr != NULL) {
-      tf_attr_value *v = proto_attr(p, a->number_attr);
-      count = (v != NULL && v->type == TF_ATTR_INT && !v->is_list && v->u.i >= 0 &&
-               v->u.i <= n_data) ? (int)v->u.i : n_data - fixed;
-    }
+    int count = arg_count(p, a, n_data);
+    if (count < 0) count = n_data - fixed;
+    bool is_list = a->number_attr != NULL || a->type_list_attr != NULL;
     p->groups = tf__xrealloc(p->groups, (size_t)(p->n_groups + 1) * sizeof(group));
-    p->groups[p->n_groups++] = (group){at, count, a->number_attr != NULL};
+    p->groups[p->n_groups++] = (group){at, count, is_list};
     at += count;
   }
   return TF_OK;
@@ -649,24 +773,24 @@ static tf_dtype pending_output_type(proto *src, int port) {
   return dt;
 }
 
-static tf_code finish_batch_node(batch *b, int i, tf_status *st) {
+/* Whether output port of a batch node not yet finished is a ref. */
+static bool pending_output_is_ref(proto *src, int port) {
+  int starts[TF_OP_MAX_ARGS + 1];
+  tf_dtype *types = NULL;
+  tf_status tmp;
+  if (compute_outputs(src, starts, &types, &tmp) != TF_OK) return false;
+  free(types);
+  int k = arg_of(starts, src->op->n_outputs, port);
+  return k >= 0 && src->op->outputs[k].is_ref;
+}
+
+/* Fills ib, outs and p's control inputs from batch node i's refs (its data
+ * inputs come first, then its control inputs). */
+static tf_code batch_node_inputs(batch *b, int i, tf_output *outs, in_bufs *ib,
+                                 tf_status *st) {
   proto *p = &b->protos[i];
   const ref *rs = b->refs[i];
-  int n_data = 0;
   for (int k = 0; k < b->n_refs[i]; k++) {
-    if (rs[k].port < 0) continue;
-    if (n_data != k) {
-      return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "control input '^...' "
-                      "must come after all data inputs");
-    }
-    n_data++;
-  }
-  tf_output *outs = tf__xcalloc((size_t)(n_data ? n_data : 1), sizeof *outs);
-  tf_dtype *types = tf__xcalloc((size_t)(n_data ? n_data : 1), sizeof *types);
-  tf_shape *shapes = tf__xcalloc((size_t)(n_data ? n_data : 1), sizeof *shapes);
-  const tf_tensor **values = tf__xcalloc((size_t)(n_data ? n_data : 1), sizeof *values);
-  tf_code rc = TF_OK;
-  for (int k = 0; k < b->n_refs[i] && rc == TF_OK; k++) {
     tf_node *src = rs[k].target >= 0 ? b->nodes[rs[k].target] : rs[k].existing;
     if (rs[k].port < 0) {
       p->control = tf__xrealloc(p->control, (size_t)(p->n_control + 1) * sizeof(tf_node *));
@@ -675,42 +799,51 @@ static tf_code finish_batch_node(batch *b, int i, tf_status *st) {
     }
     outs[k] = (tf_output){src, rs[k].port};
     bool done = src->op != NULL;
-    int nout = done ? src->n_outputs : -1;
-    if (done && rs[k].port >= nout) {
-      rc = NODE_ERR(st, TF_INVALID_ARGUMENT, p, "input %d asks for output %d "
-                    "of '%s', which has %d outputs", k, rs[k].port, src->name, nout);
-      break;
+    if (done && rs[k].port >= src->n_outputs) {
+      return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "input %d asks for output %d "
+                      "of '%s', which has %d outputs", k, rs[k].port, src->name,
+                      src->n_outputs);
     }
-    types[k] = done ? src->out_types[rs[k].port]
-                    : pending_output_type(&b->protos[rs[k].target], rs[k].port);
-    shapes[k] = done ? src->out_shapes[rs[k].port] : tf_shape_unknown();
-    if (!done && types[k] == TF_DTYPE_INVALID) {
-      rc = NODE_ERR(st, TF_INVALID_ARGUMENT, p, "cannot infer the type of "
-                    "back edge input %d from '%s'", k, src->name);
+    proto *pending = done ? NULL : &b->protos[rs[k].target];
+    ib->types[k] = done ? src->out_types[rs[k].port]
+                        : pending_output_type(pending, rs[k].port);
+    ib->shapes[k] = done ? src->out_shapes[rs[k].port] : tf_shape_unknown();
+    ib->values[k] = const_value(src);
+    ib->is_ref[k] = done ? tf__node_output_is_ref(src, rs[k].port)
+                         : pending_output_is_ref(pending, rs[k].port);
+    ib->src_ops[k] = done ? src->op->name : pending->op_name;
+    if (!done && ib->types[k] == TF_DTYPE_INVALID) {
+      return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "cannot infer the type of "
+                      "back edge input %d from '%s'", k, src->name);
     }
   }
+  return TF_OK;
+}
+
+static tf_code finish_batch_node(batch *b, int i, tf_status *st) {
+  proto *p = &b->protos[i];
+  int n_data = 0;
+  for (int k = 0; k < b->n_refs[i]; k++) {
+    if (b->refs[i][k].port < 0) continue;
+    if (n_data != k) {
+      return NODE_ERR(st, TF_INVALID_ARGUMENT, p, "control input '^...' "
+                      "must come after all data inputs");
+    }
+    n_data++;
+  }
+  tf_output *outs = tf__xcalloc((size_t)(n_data ? n_data : 1), sizeof *outs);
+  in_bufs ib;
+  in_info in = in_bufs_new(&ib, n_data);
+  tf_code rc = batch_node_inputs(b, i, outs, &ib, st);
   if (rc == TF_OK) {
     p->n_inputs = 0;
     proto_add_inputs(p, outs, n_data, true); /* one group; regrouped below */
     p->n_groups = 0;
     rc = group_inputs(p, n_data, st);
   }
-  if (rc == TF_OK) {
-    in_info in = {types, shapes, NULL};
-    for (int k = 0; k < n_data; k++) {
-      const tf_node *src = outs[k].node;
-      if (src->op && strcmp(src->op->name, "Const") == 0) {
-        const tf_attr_value *v = tf_node_attr(src, "value");
-        if (v && v->type == TF_ATTR_TENSOR && !v->is_list) values[k] = v->u.tensor;
-      }
-    }
-    in.values = values;
-    rc = finish_node(p, b->nodes[i], &in, st);
-  }
+  if (rc == TF_OK) rc = finish_node(p, b->nodes[i], &in, st);
   free(outs);
-  free(types);
-  free(shapes);
-  free(values);
+  in_bufs_free(&ib);
   return rc;
 }
 

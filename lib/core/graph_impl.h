@@ -42,6 +42,20 @@ struct tf_graph {
 /* Appends a finished node (takes ownership). */
 void tf__graph_add_node(tf_graph *g, tf_node *n);
 void tf__node_free(tf_node *n);
+/* Whether output port of n / data input i of n is declared Ref(T): a ref
+ * edge carries a resource (resource.h), not a tensor. (graph_build.c) */
+bool tf__node_output_is_ref(const tf_node *n, int port);
+bool tf__node_input_is_ref(const tf_node *n, int i);
+
+/* Replaces data input i of n by src, an output of a TF_OP_BACK_EDGE node
+ * (NextIteration) with the same dtype: how a loop closes its cycle after
+ * the body is built. INVALID_ARGUMENT naming both nodes otherwise. The
+ * consumer's output shapes are not re-inferred. (graph.c) */
+tf_code tf__node_set_back_edge(tf_node *n, int i, tf_output src, tf_status *st);
+/* Adds src as a control input of the finished node n (builders tie nodes
+ * without inputs to a branch's or loop's pivot). (graph.c) */
+void tf__node_add_control(tf_node *n, tf_node *src);
+
 /* Current scope prefix ("" or "a/b/"). */
 const char *tf__graph_scope(const tf_graph *g);
 

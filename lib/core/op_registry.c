@@ -123,13 +123,14 @@ static bool parse_shape(char *s, tf_shape *out) {
 static bool parse_list_default(tf_attr_type t, char *s, tf_attr_value *v) {
   s = trim(s);
   size_t n = strlen(s);
-  if (n < 2 || s[0] != '[' || s[n - 1] != ']' || t == TF_ATTR_SHAPE ||
-      t == TF_ATTR_TENSOR) {
-    return false;
-  }
+  if (n < 2 || s[0] != '[' || s[n - 1] != ']') return false;
   s[n - 1] = '\0';
   v->is_list = true;
   v->n = 0;
+  if (t == TF_ATTR_SHAPE || t == TF_ATTR_TENSOR) {
+    /* only the empty list: "shapes: list(shape) = []" */
+    return *trim(s + 1) == '\0';
+  }
   union { int64_t i[64]; double f[64]; bool b[64]; char *s[64]; tf_dtype t[64]; } tmp;
   for (char *tok = strtok(s + 1, ","); tok; tok = strtok(NULL, ",")) {
     if (v->n == 64) return false;
@@ -271,10 +272,20 @@ static tf_op_def *parse_spec(const tf_op_spec *spec) {
   for (; d->n_attrs < TF_OP_MAX_ATTRS && spec->attrs[d->n_attrs]; d->n_attrs++) {
     parse_attr(spec->name, spec->attrs[d->n_attrs], &d->attrs[d->n_attrs]);
   }
-  /* Every attr an argument names must be declared with the right type. */
+  /* Every attr an argument names must be declared with the right type; an
+   * arg typed by a list(type) attr is a type list. */
   for (int k = 0; k < d->n_inputs + d->n_outputs; k++) {
-    const tf_arg_def *a = k < d->n_inputs ? &d->inputs[k] : &d->outputs[k - d->n_inputs];
+    tf_arg_def *a = k < d->n_inputs ? &d->inputs[k] : &d->outputs[k - d->n_inputs];
     const tf_attr_def *ta = a->type_attr ? tf_op_find_attr(d, a->type_attr) : NULL;
+    if (ta != NULL && ta->type == TF_ATTR_TYPE && ta->is_list) {
+      if (a->number_attr != NULL) {
+        TF_PANIC("op %s: type-list arg %s cannot also have a length attr",
+                 d->name, a->name);
+      }
+      a->type_list_attr = a->type_attr;
+      a->type_attr = NULL;
+      continue;
+    }
     const tf_attr_def *na = a->number_attr ? tf_op_find_attr(d, a->number_attr) : NULL;
     if (a->type_attr && (ta == NULL || ta->type != TF_ATTR_TYPE || ta->is_list)) {
       TF_PANIC("op %s: arg %s names undeclared type attr %s", d->name, a->name, a->type_attr);

@@ -8,12 +8,17 @@
  *   inputs/outputs  "x: T"          dtype from type attr T
  *                   "y: float"      fixed dtype (any tf_dtype_name)
  *                   "values: N * T" list of N tensors of type T (N an int attr)
- *                   "ref: Ref(T)"   reference edge (variables; later issues)
+ *                   "components: Tcomponents"  type list: one tensor per
+ *                                   element of a list(type) attr, each of
+ *                                   that element's dtype (queues)
+ *                   "ref: Ref(T)"   reference edge: carries a resource
+ *                                   (variable, queue), see resource.h
  *   attrs           "T: type", "T: {float, double, int32} = float"
  *                   "N: int >= 1", "keep_dims: bool = false",
  *                   "axis: int = -1", "padding: {'SAME', 'VALID'}",
  *                   "strides: list(int)", "ksize: list(int) >= 4" (length),
  *                   "shape: shape", "value: tensor",
+ *                   "Tcomponents: list(type) >= 1", "shapes: list(shape) = []",
  *                   "seed: int = 0", "rate: float = 0.5", "name: string = ''"
  *
  * A spec error is a bug and aborts at registry init with the op's name. */
@@ -70,6 +75,9 @@ typedef struct tf_arg_def {
   tf_dtype fixed_type;     /* TF_DTYPE_INVALID when from an attr */
   const char *type_attr;   /* "T" or NULL */
   const char *number_attr; /* "N" for lists, NULL for one tensor */
+  /* "Tcomponents" when the arg is a type list (its type names a
+   * list(type) attr; type_attr is then NULL), else NULL. */
+  const char *type_list_attr;
   bool is_ref;
 } tf_arg_def;
 

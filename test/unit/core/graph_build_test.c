@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/graph_impl.h"
 #include "lib/core/op_registry.h"
 #include "test/unit/testutil.h"
 
@@ -28,6 +29,11 @@ static tf_code shape_tcat(tf_shape_ctx *ctx) {
   return TF_OK;
 }
 
+static tf_code shape_tuple(tf_shape_ctx *ctx) {
+  for (int i = 0; i < ctx->n_out; i++) ctx->out[i] = ctx->in[i];
+  return TF_OK;
+}
+
 static const tf_op_spec gb_ops[] = {
     {.name = "TestAdd", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
      .attrs = {"T: {float32, int32}"}, .shape_fn = shape_tadd, .doc = "test"},
@@ -45,6 +51,20 @@ static const tf_op_spec gb_ops[] = {
      .attrs = {"T: type", "N: int >= 1"}, .doc = "test"},
     {.name = "TestPoolAttrs", .inputs = {"x: float32"}, .outputs = {"y: float32"},
      .attrs = {"ksize: list(int) >= 2"}, .doc = "test"},
+    /* type lists (queues) and ref edges (variables) */
+    {.name = "TestTuple", .inputs = {"in: Tl"}, .outputs = {"out: Tl"},
+     .attrs = {"Tl: list(type)"}, .shape_fn = shape_tuple, .doc = "test"},
+    {.name = "TestEnqueue", .inputs = {"handle: Ref(string)", "components: Tcomponents"},
+     .attrs = {"Tcomponents: list(type) >= 1"}, .doc = "test"},
+    {.name = "TestDequeue", .inputs = {"handle: Ref(string)"},
+     .outputs = {"components: component_types"},
+     .attrs = {"component_types: list(type) >= 1"}, .doc = "test"},
+    {.name = "TestQueue", .outputs = {"handle: Ref(string)"},
+     .flags = TF_OP_SOURCE | TF_OP_STATEFUL, .doc = "test"},
+    {.name = "TestVar", .outputs = {"ref: Ref(T)"}, .attrs = {"T: type"},
+     .flags = TF_OP_SOURCE | TF_OP_STATEFUL, .doc = "test"},
+    {.name = "TestAssign", .inputs = {"ref: Ref(T)", "value: T"},
+     .outputs = {"output_ref: Ref(T)"}, .attrs = {"T: type"}, .doc = "test"},
 };
 TF_REGISTER_OPS("test", gb_ops)
 
@@ -417,6 +437,246 @@ START_TEST(test_large_chain_import) {
 }
 END_TEST
 
+/* A node built from inputs[0..n) as one list argument, optional attr. */
+static tf_node *tuple_node(tf_graph *g, const char *op, const char *name,
+                           tf_node *handle, const tf_output *in, int n,
+                           const char *attr, const tf_dtype *types, int n_types,
+                           tf_status *st) {
+  tf_node_builder *b = tf_node_begin(g, op, name);
+  if (handle != NULL) tf_node_add_input(b, (tf_output){handle, 0});
+  tf_node_add_input_list(b, in, n);
+  if (attr != NULL) tf_node_set_attr(b, attr, tf_attr_type_list(types, n_types));
+  return tf_node_finish(b, st);
+}
+
+START_TEST(test_type_list_inference) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *f = tt_placeholder(g, "f", TF_FLOAT32, tf_shape_of(2, 2, 3));
+  tf_node *i = tt_placeholder(g, "i", TF_INT32, tf_shape_of(0));
+  tf_node *d = tt_placeholder(g, "d", TF_FLOAT64, tf_shape_unknown());
+  tf_output in[3] = {{f, 0}, {i, 0}, {d, 0}};
+  tf_node *t = tuple_node(g, "TestTuple", "t", NULL, in, 3, NULL, NULL, 0, &st);
+  ck_assert_msg(t != NULL, "%s", st.msg);
+  const tf_attr_value *tl = tf_node_attr(t, "Tl");
+  ck_assert(tl && tl->type == TF_ATTR_TYPE && tl->is_list && tl->n == 3);
+  ck_assert(tl->u.types[0] == TF_FLOAT32 && tl->u.types[1] == TF_INT32 &&
+            tl->u.types[2] == TF_FLOAT64);
+  ck_assert_int_eq(tf_node_num_outputs(t), 3);
+  ck_assert_int_eq(tf_node_output_type(t, 1), TF_INT32);
+  ck_assert_int_eq(tf_node_output_type(t, 2), TF_FLOAT64);
+  ck_assert(tf_shape_equal(tf_node_output_shape(t, 0), &(tf_shape){2, {2, 3}}));
+  int start, count;
+  ck_assert(tf_node_input_range(t, "in", &start, &count) && start == 0 && count == 3);
+  ck_assert(tf_node_output_range(t, "out", &start, &count) && start == 0 && count == 3);
+  /* the same with the attr given explicitly and agreeing */
+  tf_dtype ok[3] = {TF_FLOAT32, TF_INT32, TF_FLOAT64};
+  ck_assert_ptr_nonnull(tuple_node(g, "TestTuple", "t2", NULL, in, 3, "Tl", ok, 3, &st));
+  /* a single tensor added with add_input is a list of one */
+  tf_node_builder *b = tf_node_begin(g, "TestTuple", "t1");
+  tf_node_add_input(b, (tf_output){i, 0});
+  tf_node *t1 = tf_node_finish(b, &st);
+  ck_assert_msg(t1 != NULL, "%s", st.msg);
+  ck_assert_int_eq(tf_node_num_outputs(t1), 1);
+  ck_assert_int_eq(tf_node_output_type(t1, 0), TF_INT32);
+  /* type-list outputs take their count and dtypes from the attr alone */
+  tf_node *q = tf_node_finish(tf_node_begin(g, "TestQueue", "q"), &st);
+  ck_assert_msg(q != NULL, "%s", st.msg);
+  tf_dtype ct[4] = {TF_BOOL, TF_INT64, TF_STRING, TF_FLOAT32};
+  b = tf_node_begin(g, "TestDequeue", "deq");
+  tf_node_add_input(b, (tf_output){q, 0});
+  tf_node_set_attr(b, "component_types", tf_attr_type_list(ct, 4));
+  tf_node *deq = tf_node_finish(b, &st);
+  ck_assert_msg(deq != NULL, "%s", st.msg);
+  ck_assert_int_eq(tf_node_num_outputs(deq), 4);
+  for (int k = 0; k < 4; k++) ck_assert_int_eq(tf_node_output_type(deq, k), ct[k]);
+  /* missing output attr */
+  b = tf_node_begin(g, "TestDequeue", "deq2");
+  tf_node_add_input(b, (tf_output){q, 0});
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "missing attr 'component_types'"));
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_type_list_mismatch_and_min) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *f = tt_placeholder(g, "f", TF_FLOAT32, tf_shape_unknown());
+  tf_node *i = tt_placeholder(g, "i", TF_INT32, tf_shape_unknown());
+  tf_output in[2] = {{f, 0}, {i, 0}};
+  /* a dtype differs at position 1 */
+  tf_dtype ff[2] = {TF_FLOAT32, TF_FLOAT32};
+  ck_assert_ptr_null(tuple_node(g, "TestTuple", "bad", NULL, in, 2, "Tl", ff, 2, &st));
+  ck_assert_int_eq(st.code, TF_INVALID_ARGUMENT);
+  ck_assert_str_eq(st.msg, "node 'bad' (TestTuple): input list 'in' position 1 "
+                   "(from 'i:0') has type int32, but attr Tl says float32");
+  /* lengths differ: the first position past the shorter one */
+  ck_assert_ptr_null(tuple_node(g, "TestTuple", "short", NULL, in, 2, "Tl", ff, 1, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "input list 'in' has 2 tensors but attr "
+                               "Tl lists 1 type (first mismatch at position 1)"));
+  tf_dtype fi3[3] = {TF_FLOAT32, TF_INT32, TF_INT32};
+  ck_assert_ptr_null(tuple_node(g, "TestTuple", "long", NULL, in, 2, "Tl", fi3, 3, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "lists 3 types (first mismatch at position 2)"));
+  /* the attr is not a list of types */
+  tf_node_builder *b = tf_node_begin(g, "TestTuple", "kind");
+  tf_node_add_input_list(b, in, 2);
+  tf_node_set_attr(b, "Tl", tf_attr_type_v(TF_FLOAT32));
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "attr 'Tl' (typing input list 'in') must "
+                               "be list(type), got type"));
+  /* an empty list: fine without a minimum, refused by ">= 1" */
+  tf_node *e = tuple_node(g, "TestTuple", "empty", NULL, NULL, 0, NULL, NULL, 0, &st);
+  ck_assert_msg(e != NULL, "%s", st.msg);
+  ck_assert_int_eq(tf_node_num_outputs(e), 0);
+  ck_assert_int_eq(tf_node_attr(e, "Tl")->n, 0);
+  tf_node *q = tf_node_finish(tf_node_begin(g, "TestQueue", "q"), &st);
+  ck_assert_ptr_null(tuple_node(g, "TestEnqueue", "enq0", q, NULL, 0, NULL, NULL, 0, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "attr 'Tcomponents' has 0 elements, at least 1"));
+  ck_assert_ptr_null(tuple_node(g, "TestEnqueue", "enq0b", q, NULL, 0,
+                                "Tcomponents", NULL, 0, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "at least 1 required"));
+  tf_node *enq = tuple_node(g, "TestEnqueue", "enq", q, in, 2, NULL, NULL, 0, &st);
+  ck_assert_msg(enq != NULL, "%s", st.msg);
+  ck_assert_int_eq(tf_node_num_inputs(enq), 3);
+  ck_assert_int_eq(tf_node_attr(enq, "Tcomponents")->u.types[1], TF_INT32);
+  int start, count;
+  ck_assert(tf_node_input_range(enq, "components", &start, &count));
+  ck_assert(start == 1 && count == 2);
+  ck_assert_int_eq(tf_graph_num_nodes(g), 5); /* f, i, empty, q, enq */
+  tf_graph_free(g);
+}
+END_TEST
+
+static tf_node *assign(tf_graph *g, const char *name, tf_output ref,
+                       tf_output value, tf_status *st) {
+  tf_node_builder *b = tf_node_begin(g, "TestAssign", name);
+  tf_node_add_input(b, ref);
+  tf_node_add_input(b, value);
+  return tf_node_finish(b, st);
+}
+
+START_TEST(test_ref_edges) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_tensor *one = tf_tensor_scalar_f32(1);
+  tf_node_builder *b = tf_node_begin(g, "Const", "c");
+  tf_node_set_attr(b, "value", tf_attr_tensor(one));
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT32));
+  tf_node *c = tf_node_finish(b, &st);
+  tf_tensor_unref(one);
+  b = tf_node_begin(g, "TestVar", "v");
+  tf_node_set_attr(b, "T", tf_attr_type_v(TF_FLOAT32));
+  tf_node *v = tf_node_finish(b, &st);
+  ck_assert(c != NULL && v != NULL);
+  tf_node *a = assign(g, "a", (tf_output){v, 0}, (tf_output){c, 0}, &st);
+  ck_assert_msg(a != NULL, "%s", st.msg);
+  /* a ref output feeds another ref input, and a plain input (a read) */
+  tf_node *a2 = assign(g, "a2", (tf_output){a, 0}, (tf_output){v, 0}, &st);
+  ck_assert_msg(a2 != NULL, "%s", st.msg);
+  ck_assert_int_eq(tf_node_input_type(a2, 1), TF_FLOAT32);
+  ck_assert(tf__node_output_is_ref(v, 0) && tf__node_output_is_ref(a, 0));
+  ck_assert(!tf__node_output_is_ref(c, 0));
+  ck_assert(!tf__node_output_is_ref(v, 1)); /* no such port */
+  ck_assert(tf__node_input_is_ref(a, 0) && !tf__node_input_is_ref(a, 1));
+  ck_assert(!tf__node_input_is_ref(a, 2) && !tf__node_input_is_ref(c, 0));
+  /* a plain tensor where a reference is required */
+  ck_assert_ptr_null(assign(g, "x", (tf_output){c, 0}, (tf_output){c, 0}, &st));
+  ck_assert_int_eq(st.code, TF_INVALID_ARGUMENT);
+  ck_assert_str_eq(st.msg, "node 'x' (TestAssign): input 0 ('ref') must be a "
+                   "reference (e.g. a variable), but 'c:0' (Const) is not");
+  /* a read of a ref (Identity) is a plain tensor again */
+  b = tf_node_begin(g, "Identity", "read");
+  tf_node_add_input(b, (tf_output){v, 0});
+  tf_node *rd = tf_node_finish(b, &st);
+  ck_assert_msg(rd != NULL, "%s", st.msg);
+  ck_assert(!tf__node_output_is_ref(rd, 0));
+  ck_assert_ptr_null(assign(g, "y", (tf_output){rd, 0}, (tf_output){c, 0}, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "but 'read:0' (Identity) is not"));
+  /* a type-list op behind a Ref(string) handle */
+  tf_node *q = tf_node_finish(tf_node_begin(g, "TestQueue", "q"), &st);
+  tf_output comps[1] = {{c, 0}};
+  ck_assert_ptr_nonnull(tuple_node(g, "TestEnqueue", "enq", q, comps, 1, NULL, NULL, 0, &st));
+  tf_node *nm = tt_placeholder(g, "name", TF_STRING, tf_shape_scalar());
+  ck_assert_ptr_null(tuple_node(g, "TestEnqueue", "enq2", nm, comps, 1, NULL, NULL, 0, &st));
+  ck_assert_ptr_nonnull(strstr(st.msg, "input 0 ('handle') must be a reference "
+                               "(e.g. a variable), but 'name:0' (Placeholder)"));
+  tf_graph_free(g);
+}
+END_TEST
+
+static const char *in_enq[] = {"q", "f", "i", "^f"};
+static const char *in_assign_bad[] = {"c", "c"};
+static const char *in_assign_ok[] = {"v", "c"};
+static const char *in_deq[] = {"q"};
+
+START_TEST(test_import_type_lists_and_refs) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_tensor *one = tf_tensor_scalar_f32(1);
+  tf_attr_kv f_attrs[] = {{"dtype", tf_attr_type_v(TF_FLOAT32)}};
+  tf_attr_kv i_attrs[] = {{"dtype", tf_attr_type_v(TF_INT32)}};
+  tf_attr_kv c_attrs[] = {{"value", tf_attr_tensor(one)},
+                          {"dtype", tf_attr_type_v(TF_FLOAT32)}};
+  tf_attr_kv v_attrs[] = {{"T", tf_attr_type_v(TF_FLOAT32)}};
+  tf_dtype ct[2] = {TF_FLOAT32, TF_INT32};
+  tf_attr_kv deq_attrs[] = {{"component_types", tf_attr_type_list(ct, 2)}};
+  tf_node_def defs[] = {
+      {.name = "enq", .op = "TestEnqueue", .n_inputs = 4, .inputs = in_enq},
+      {.name = "deq", .op = "TestDequeue", .n_inputs = 1, .inputs = in_deq,
+       .n_attrs = 1, .attrs = deq_attrs},
+      {.name = "assign", .op = "TestAssign", .n_inputs = 2, .inputs = in_assign_ok},
+      {.name = "q", .op = "TestQueue"},
+      {.name = "f", .op = "Placeholder", .n_attrs = 1, .attrs = f_attrs},
+      {.name = "i", .op = "Placeholder", .n_attrs = 1, .attrs = i_attrs},
+      {.name = "c", .op = "Const", .n_attrs = 2, .attrs = c_attrs},
+      {.name = "v", .op = "TestVar", .n_attrs = 1, .attrs = v_attrs},
+  };
+  enum { N = 8 };
+  ck_assert_msg(tf_graph_import(g, defs, N, &st) == TF_OK, "%s", st.msg);
+  tf_node *enq = tf_graph_find(g, "enq");
+  const tf_attr_value *tc = tf_node_attr(enq, "Tcomponents");
+  ck_assert(tc && tc->n == 2 && tc->u.types[0] == TF_FLOAT32 && tc->u.types[1] == TF_INT32);
+  ck_assert_int_eq(tf_node_num_control_inputs(enq), 1);
+  tf_node *deq = tf_graph_find(g, "deq");
+  ck_assert_int_eq(tf_node_num_outputs(deq), 2);
+  ck_assert_int_eq(tf_node_output_type(deq, 1), TF_INT32);
+  ck_assert(tf__node_input_is_ref(tf_graph_find(g, "assign"), 0));
+  /* the defs written back import again, now with the attr explicit */
+  tf_graph *g2 = tf_graph_new();
+  tf_node_def all[N];
+  for (int k = 0; k < N; k++) tf_node_to_def(tf_graph_node(g, k), &all[k]);
+  ck_assert_msg(tf_graph_import(g2, all, N, &st) == TF_OK, "%s", st.msg);
+  for (int k = 0; k < N; k++) tf_node_def_fini(&all[k]);
+  ck_assert_int_eq(tf_graph_validate(g2, &st), TF_OK);
+  tf_graph_free(g2);
+  /* an explicit attr that disagrees with the inputs */
+  tf_graph *g3 = tf_graph_new();
+  tf_dtype wrong[2] = {TF_FLOAT32, TF_FLOAT64};
+  tf_attr_kv enq_attrs[] = {{"Tcomponents", tf_attr_type_list(wrong, 2)}};
+  defs[0].n_attrs = 1;
+  defs[0].attrs = enq_attrs;
+  ck_assert_int_eq(tf_graph_import(g3, defs, N, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(st.msg, "node 'enq' (TestEnqueue): input list "
+                               "'components' position 1 (from 'i:0') has type "
+                               "int32, but attr Tcomponents says float64"));
+  /* an attr one element short leaves an input over */
+  enq_attrs[0].value = tf_attr_type_list(ct, 1);
+  ck_assert_int_eq(tf_graph_import(g3, defs, N, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(st.msg, "node 'enq'"));
+  defs[0].n_attrs = 0;
+  /* a Const where Assign needs a reference */
+  defs[2].inputs = in_assign_bad;
+  ck_assert_int_eq(tf_graph_import(g3, defs, N, &st), TF_INVALID_ARGUMENT);
+  ck_assert_str_eq(st.msg, "node 'assign' (TestAssign): input 0 ('ref') must be "
+                   "a reference (e.g. a variable), but 'c:0' (Const) is not");
+  ck_assert_int_eq(tf_graph_num_nodes(g3), 0);
+  tf_graph_free(g3);
+  tf_tensor_unref(one);
+  tf_graph_free(g);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("graph_build");
   TCase *tc = tcase_create("core");
@@ -429,6 +689,10 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_import_errors_add_nothing);
   tcase_add_test(tc, test_import_loop_back_edge);
   tcase_add_test(tc, test_large_chain_import);
+  tcase_add_test(tc, test_type_list_inference);
+  tcase_add_test(tc, test_type_list_mismatch_and_min);
+  tcase_add_test(tc, test_ref_edges);
+  tcase_add_test(tc, test_import_type_lists_and_refs);
   suite_add_tcase(s, tc);
   return s;
 }

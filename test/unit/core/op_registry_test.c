@@ -16,6 +16,12 @@ static const tf_op_spec test_ops[] = {
                "s: shape = [2, -1]", "u: shape = unknown", "t: tensor",
                "name: string = 'x=y'", "types: list(type) = [float, int32]"},
      .doc = "spec parser test"},
+    {.name = "TestSpecTypeList",
+     .inputs = {"handle: Ref(string)", "components: Tcomponents"},
+     .outputs = {"out: component_types", "one: T"},
+     .attrs = {"Tcomponents: list(type) >= 1", "component_types: list(type)",
+               "T: type", "shapes: list(shape) = []"},
+     .doc = "type-list parser test"},
 };
 TF_REGISTER_OPS("test", test_ops)
 
@@ -75,6 +81,35 @@ START_TEST(test_parse_attrs) {
 }
 END_TEST
 
+/* An arg typed by a list(type) attr is a type list, not a single tensor
+ * typed by a type attr; ordinary type attrs are unaffected. */
+START_TEST(test_parse_type_list_args) {
+  const tf_op_def *d = tf_op_lookup("TestSpecTypeList");
+  ck_assert_ptr_nonnull(d);
+  ck_assert(d->inputs[0].is_ref);
+  ck_assert_int_eq(d->inputs[0].fixed_type, TF_STRING);
+  ck_assert_ptr_null(d->inputs[0].type_list_attr);
+  ck_assert_str_eq(d->inputs[1].type_list_attr, "Tcomponents");
+  ck_assert_ptr_null(d->inputs[1].type_attr);
+  ck_assert_ptr_null(d->inputs[1].number_attr);
+  ck_assert(!d->inputs[1].is_ref);
+  ck_assert_str_eq(d->outputs[0].type_list_attr, "component_types");
+  ck_assert_ptr_null(d->outputs[0].type_attr);
+  ck_assert_str_eq(d->outputs[1].type_attr, "T");
+  ck_assert_ptr_null(d->outputs[1].type_list_attr);
+  const tf_attr_def *a = tf_op_find_attr(d, "Tcomponents");
+  ck_assert(a->type == TF_ATTR_TYPE && a->is_list && a->has_min && a->min == 1);
+  ck_assert(!a->has_default);
+  /* an empty list(shape) default parses */
+  a = tf_op_find_attr(d, "shapes");
+  ck_assert(a->type == TF_ATTR_SHAPE && a->is_list && a->has_default);
+  ck_assert(a->default_value.is_list && a->default_value.n == 0);
+  /* the older ops keep their single-tensor args */
+  const tf_op_def *all = tf_op_lookup("TestSpecAll");
+  for (int k = 0; k < all->n_inputs; k++) ck_assert_ptr_null(all->inputs[k].type_list_attr);
+}
+END_TEST
+
 START_TEST(test_lookup_and_listing) {
   ck_assert_ptr_null(tf_op_lookup("NoSuchOp"));
   ck_assert_ptr_nonnull(tf_op_lookup("Const"));
@@ -128,6 +163,7 @@ Suite *tt_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_parse_args);
   tcase_add_test(tc, test_parse_attrs);
+  tcase_add_test(tc, test_parse_type_list_args);
   tcase_add_test(tc, test_lookup_and_listing);
   tcase_add_test(tc, test_every_op_documented);
   tcase_add_test(tc, test_shape_helpers);
