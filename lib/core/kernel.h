@@ -22,6 +22,23 @@
 #include "lib/devices/device.h"
 
 typedef struct tf_kernel_def tf_kernel_def;
+typedef struct tf_resource tf_resource;
+typedef struct tf_resource_mgr tf_resource_mgr;
+typedef struct tf_cancel tf_cancel;
+
+/* What a step gives its kernels. The executor's caller (a session, later a
+ * worker) fills it; kernels only read it, except _Retval, which stores
+ * retvals[index] (each index is written by one node). */
+typedef struct tf_step_ctx {
+  uint64_t step_id;
+  tf_resource_mgr *resources; /* variables and queues; never NULL in a step */
+  tf_cancel *cancel;          /* the step's cancellation; never NULL */
+  tf_tensor *const *args;     /* fed tensors, read by _Arg nodes */
+  int n_args;
+  tf_tensor **retvals;        /* fetched tensors, set by _Retval nodes */
+  int n_retvals;
+  void *rendezvous;           /* cross-device tensors (a later issue) */
+} tf_step_ctx;
 
 typedef struct tf_kernel_ctx {
   const tf_node *node;
@@ -34,7 +51,15 @@ typedef struct tf_kernel_ctx {
   int n_outputs;
   tf_tensor **outputs;      /* set by the kernel; the caller owns them */
   tf_status *status;
-  void *step;               /* executor's per-step context, opaque here */
+  tf_step_ctx *step;        /* NULL when run eagerly (tf_kernel_run_node) */
+  /* Ref edges (resource.h): in_refs[i] is the resource on input i when that
+   * input is declared Ref(T), else NULL; the array itself is NULL when the
+   * op has no ref inputs. out_refs[i] receives ref outputs
+   * (tf_kernel_set_ref_output); NULL when the op has none. */
+  tf_resource *const *in_refs;
+  tf_resource **out_refs;
+  uint64_t frame_id;        /* 0 for the root frame */
+  int64_t iter;             /* iteration within the frame */
 } tf_kernel_ctx;
 
 enum {
@@ -96,6 +121,11 @@ tf_code tf_kernel_forward_or_alloc(tf_kernel_ctx *ctx, int in_idx, int i,
                                    tf_tensor **out);
 /* Stores t (adding a reference) as output i. */
 void tf_kernel_set_output(tf_kernel_ctx *ctx, int i, tf_tensor *t);
+/* Stores resource r (adding a reference) as ref output i. */
+void tf_kernel_set_ref_output(tf_kernel_ctx *ctx, int i, tf_resource *r);
+/* The step, or FAILED_PRECONDITION "<node> (<op>): needs a session (it
+ * uses variables or queues)" when the kernel runs eagerly. */
+tf_code tf_kernel_need_step(tf_kernel_ctx *ctx);
 /* Sets ctx->status to code with "<node> (<op>): <message>"; returns code. */
 tf_code tf_kernel_error(tf_kernel_ctx *ctx, tf_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -9,6 +9,7 @@
 
 #include "lib/core/graph_impl.h"
 #include "lib/core/kernel.h"
+#include "lib/core/resource.h"
 #include "lib/core/util.h"
 
 static tf_kernel_family *kfamilies;
@@ -187,6 +188,19 @@ void tf_kernel_set_output(tf_kernel_ctx *ctx, int i, tf_tensor *t) {
   tf_tensor_ref(t);
   tf_tensor_unref(ctx->outputs[i]);
   ctx->outputs[i] = t;
+}
+
+void tf_kernel_set_ref_output(tf_kernel_ctx *ctx, int i, tf_resource *r) {
+  TF_ASSERT(i >= 0 && i < ctx->n_outputs && ctx->out_refs != NULL);
+  tf_resource_ref(r);
+  tf_resource_unref(ctx->out_refs[i]);
+  ctx->out_refs[i] = r;
+}
+
+tf_code tf_kernel_need_step(tf_kernel_ctx *ctx) {
+  if (ctx->step != NULL) return TF_OK;
+  return tf_kernel_error(ctx, TF_FAILED_PRECONDITION, "needs a session (it "
+                         "uses variables or queues)");
 }
 
 tf_code tf_kernel_run_node(const tf_node *n, tf_device *dev,
