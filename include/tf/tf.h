@@ -4,10 +4,12 @@
 
 #include "tf/allocator.h"
 #include "tf/attr.h"
+#include "tf/control_flow.h"
 #include "tf/dtype.h"
 #include "tf/eager.h"
 #include "tf/graph.h"
 #include "tf/serialize.h"
+#include "tf/session.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
 
