@@ -19,7 +19,6 @@
 
 struct tf_session {
   pthread_mutex_t mu;
-  pthread_cond_t idle_cv;
   tf_graph *g;            /* the session's own copy */
   tf_graph *src;          /* the user's graph, or NULL */
   int n_imported;         /* nodes of src copied so far */
@@ -29,7 +28,12 @@ struct tf_session {
   sess_prepared **prepared;
   int n_prepared;
   bool closed;
-  tf_cancel **running;    /* cancels of running steps */
+  /* Cancels of running steps, under run_mu, which nothing else takes:
+   * Close cancels them holding only run_mu, so cancellation callbacks
+   * never run under mu, and a Run cannot free its tf_cancel meanwhile. */
+  pthread_mutex_t run_mu;
+  pthread_cond_t idle_cv;
+  tf_cancel **running;
   int n_running, cap_running;
   uint64_t next_step;
 };
@@ -65,6 +69,7 @@ tf_session *tf_session_new(tf_graph *g, const tf_session_options *opts,
                            tf_status *st) {
   tf_session *s = tf__xcalloc(1, sizeof *s);
   pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->run_mu, NULL);
   pthread_cond_init(&s->idle_cv, NULL);
   s->g = tf_graph_new();
   s->src = g;
@@ -229,11 +234,13 @@ static tf_code begin_step(tf_session *s, const name_set *f, const name_set *o,
     }
   }
   if (rc == TF_OK) {
+    pthread_mutex_lock(&s->run_mu);
     if (s->n_running == s->cap_running) {
       s->cap_running = s->cap_running ? 2 * s->cap_running : 8;
       s->running = tf__xrealloc(s->running, (size_t)s->cap_running * sizeof *s->running);
     }
     s->running[s->n_running++] = cancel;
+    pthread_mutex_unlock(&s->run_mu);
   }
   pthread_mutex_unlock(&s->mu);
   free(key);
@@ -242,7 +249,7 @@ static tf_code begin_step(tf_session *s, const name_set *f, const name_set *o,
 }
 
 static void end_step(tf_session *s, tf_cancel *cancel) {
-  pthread_mutex_lock(&s->mu);
+  pthread_mutex_lock(&s->run_mu);
   for (int i = 0; i < s->n_running; i++) {
     if (s->running[i] == cancel) {
       s->running[i] = s->running[--s->n_running];
@@ -250,7 +257,7 @@ static void end_step(tf_session *s, tf_cancel *cancel) {
     }
   }
   if (s->n_running == 0) pthread_cond_broadcast(&s->idle_cv);
-  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_unlock(&s->run_mu);
 }
 
 /* Feeds in signature order, checked against the graph's dtypes/shapes. */
@@ -391,15 +398,17 @@ tf_code tf_session_reset(tf_session *s, const char *const *containers, int n,
 
 tf_code tf_session_close(tf_session *s, tf_status *st) {
   pthread_mutex_lock(&s->mu);
-  s->closed = true;
+  s->closed = true; /* no step starts after this */
+  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_lock(&s->run_mu);
   for (int i = 0; i < s->n_running; i++) {
     tf_cancel_start(s->running[i], TF_CANCELLED, "the session was closed");
   }
-  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_unlock(&s->run_mu);
   tf_resource_mgr_shutdown(s->resources);
-  pthread_mutex_lock(&s->mu);
-  while (s->n_running > 0) pthread_cond_wait(&s->idle_cv, &s->mu);
-  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_lock(&s->run_mu);
+  while (s->n_running > 0) pthread_cond_wait(&s->idle_cv, &s->run_mu);
+  pthread_mutex_unlock(&s->run_mu);
   if (st != NULL) tf_status_init(st);
   return TF_OK;
 }
@@ -415,6 +424,7 @@ void tf_session_free(tf_session *s) {
   tf_graph_free(s->g);
   free(s->running);
   pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->run_mu);
   pthread_cond_destroy(&s->idle_cv);
   free(s);
 }
