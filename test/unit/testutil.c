@@ -203,6 +203,31 @@ tf_node *tt_placeholder(tf_graph *g, const char *name, tf_dtype dt,
   return n;
 }
 
+tf_node *tt_const(tf_graph *g, const char *name, tf_tensor *t) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_node_builder *b = tf_node_begin(g, "Const", name);
+  tf_node_set_attr(b, "value", tf_attr_tensor(t));
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(t->dtype));
+  tf_node *n = tf_node_finish(b, &st);
+  tf_tensor_unref(t);
+  ck_assert_msg(n != NULL, "Const %s: %s", name ? name : "", st.msg);
+  return n;
+}
+
+tf_node *tt_node(tf_graph *g, const char *op, const char *name,
+                 const tf_output *in, int n_in, const tf_attr_kv *attrs,
+                 int n_attrs) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_node_builder *b = tf_node_begin(g, op, name);
+  for (int i = 0; i < n_in; i++) tf_node_add_input(b, in[i]);
+  for (int i = 0; i < n_attrs; i++) tf_node_set_attr(b, attrs[i].name, attrs[i].value);
+  tf_node *n = tf_node_finish(b, &st);
+  ck_assert_msg(n != NULL, "%s %s: %s", op, name ? name : "", st.msg);
+  return n;
+}
+
 tf_node *tt_build_node(tf_graph *g, const char *op, const char *name,
                        const tt_input *in, int n_in, bool as_list,
                        const tf_attr_kv *attrs, int n_attrs, tf_status *st) {

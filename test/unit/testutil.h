@@ -59,6 +59,17 @@ void tt__assert_shape(const tf_tensor *t, tf_shape want, const char *file,
 tf_node *tt_placeholder(tf_graph *g, const char *name, tf_dtype dt,
                         tf_shape shape);
 
+/* Adds a Const node holding t (the caller's reference is taken); name
+ * NULL picks a unique one. Aborts the test on failure. */
+tf_node *tt_const(tf_graph *g, const char *name, tf_tensor *t);
+
+/* Adds op on data inputs in[0..n_in) (each its own argument) with attrs;
+ * name NULL picks a unique one. Aborts the test naming op and the error on
+ * failure. */
+tf_node *tt_node(tf_graph *g, const char *op, const char *name,
+                 const tf_output *in, int n_in, const tf_attr_kv *attrs,
+                 int n_attrs);
+
 /* One input of tt_build_node / tt_infer_shape: a fresh Placeholder. */
 typedef struct tt_input {
   tf_dtype dt;

@@ -62,15 +62,7 @@ TF_REGISTER_KERNELS(slow_kernels)
 /* ---- graph helpers ----------------------------------------------------------- */
 
 static tf_output cnst_i64(tf_graph *g, int64_t v) {
-  tf_status st;
-  tf_tensor *t = tf_tensor_scalar_i64(v);
-  tf_node_builder *b = tf_node_begin(g, "Const", NULL);
-  tf_node_set_attr(b, "value", tf_attr_tensor(t));
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_INT64));
-  tf_node *n = tf_node_finish(b, &st);
-  tf_tensor_unref(t);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return (tf_output){n, 0};
+  return (tf_output){tt_const(g, NULL, tf_tensor_scalar_i64(v)), 0};
 }
 
 static tf_output op(tf_graph *g, const char *name, const char *type, tf_output a,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/core/cancel.h"
+#include "lib/core/graph_impl.h"
 #include "lib/core/kernel.h"
 #include "lib/core/op_registry.h"
 #include "lib/core/util.h"
@@ -164,25 +165,13 @@ TF_REGISTER_KERNELS(test_kernels)
 
 static tf_node *node(tf_graph *g, const char *op, const char *name,
                      const tf_node *in, const tf_node *ctrl) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, op, name);
-  if (in != NULL) tf_node_add_input(b, (tf_output){(tf_node *)in, 0});
-  if (ctrl != NULL) tf_node_add_control_input(b, (tf_node *)ctrl);
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s: %s", op, st.msg);
+  tf_node *n = tt_node(g, op, name, &(tf_output){(tf_node *)in, 0}, in != NULL, NULL, 0);
+  if (ctrl != NULL) tf__node_add_control(n, (tf_node *)ctrl);
   return n;
 }
 
 static tf_node *cnst(tf_graph *g, const char *name, float v) {
-  tf_status st;
-  tf_tensor *t = tf_tensor_scalar_f32(v);
-  tf_node_builder *b = tf_node_begin(g, "Const", name);
-  tf_node_set_attr(b, "value", tf_attr_tensor(t));
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT32));
-  tf_node *n = tf_node_finish(b, &st);
-  tf_tensor_unref(t);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  return n;
+  return tt_const(g, name, tf_tensor_scalar_f32(v));
 }
 
 static tf_code run1(tf_session *s, const char *fetch, const char *target,

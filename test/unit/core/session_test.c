@@ -11,26 +11,12 @@
 #include "test/unit/testutil.h"
 #include "tf/session.h"
 
-static tf_node *cnst(tf_graph *g, const char *name, tf_tensor *t) {
-  tf_status st;
-  tf_node_builder *b = tf_node_begin(g, "Const", name);
-  tf_node_set_attr(b, "value", tf_attr_tensor(t));
-  tf_node_set_attr(b, "dtype", tf_attr_type_v(t->dtype));
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s", st.msg);
-  tf_tensor_unref(t);
-  return n;
-}
+#define cnst tt_const
 
 static tf_node *op2(tf_graph *g, const char *op, const char *name, tf_node *a,
                     tf_node *b) {
-  tf_status st;
-  tf_node_builder *nb = tf_node_begin(g, op, name);
-  tf_node_add_input(nb, (tf_output){a, 0});
-  if (b != NULL) tf_node_add_input(nb, (tf_output){b, 0});
-  tf_node *n = tf_node_finish(nb, &st);
-  ck_assert_msg(n != NULL, "%s: %s", op, st.msg);
-  return n;
+  tf_output in[2] = {{a, 0}, {b, 0}};
+  return tt_node(g, op, name, in, b != NULL ? 2 : 1, NULL, 0);
 }
 
 /* y = x * 3 + c, fed x; checked against a plain loop. */
