@@ -61,7 +61,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check test-run bench-matmul docs clean info demo fuzz
+.PHONY: all deps check test-run bench-matmul bench-executor docs clean info demo fuzz
 all: info $(STATIC) $(SHARED) $(CMD_BINS)
 
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -117,6 +117,10 @@ $(BUILD)/bench/%: bench/%.c $(STATIC)
 bench-matmul: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_matmul
 	@$(BUILD)/bench/bench_matmul
+
+bench-executor: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_executor
+	@$(BUILD)/bench/bench_executor
 
 docs: $(BUILD)/tools/gen_ops_doc
 	$(BUILD)/tools/gen_ops_doc > docs/ops.md
