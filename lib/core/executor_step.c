@@ -167,7 +167,9 @@ static tf_code deref_inputs(exec_step *s, const exec_item *it, iter_state *is,
                             tf_tensor **tmp, tf_status *st) {
   const uint8_t *kinds = s->e->in_kinds + it->kinds_start;
   for (int i = 0; i < it->n_inputs; i++) {
-    tmp[i] = is->in[it->input_start + i];
+    tmp[i] = kinds[i] == IN_DEREF ? NULL : is->in[it->input_start + i];
+  }
+  for (int i = 0; i < it->n_inputs; i++) {
     if (kinds[i] != IN_DEREF) continue;
     tf_resource *r = is->refs[it->input_start + i];
     if (r == NULL || r->type->read == NULL) {
@@ -176,7 +178,9 @@ static tf_code deref_inputs(exec_step *s, const exec_item *it, iter_state *is,
                            it->node->name, it->node->op->name, i,
                            r ? r->type->name : "missing resource");
     }
-    TF_TRY(r->type->read(r, &tmp[i], st));
+    tf_tensor *v = NULL;
+    TF_TRY(r->type->read(r, &v, st));
+    tmp[i] = v;
   }
   return TF_OK;
 }
@@ -346,6 +350,8 @@ static void run_node(exec_step *s, const tagged *t, ready_list *stack,
     release_inputs(s, it, t->is, tmp);
     if (tmp != NULL && tmp != tmp_buf) free(tmp);
     if (st.code != TF_OK) record_error(s, &st);
+  } else {
+    release_inputs(s, it, t->is, NULL); /* a dead node's live inputs */
   }
   complete_node(s, t, ot, orr, it->n_outputs, t0, ready);
   distribute(s, ready, stack);
