@@ -13,13 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/cancel.h"
-#include "lib/core/executor.h"
 #include "lib/core/graph_impl.h"
-#include "lib/core/kernel.h"
-#include "lib/core/resource.h"
-#include "lib/core/util.h"
-#include "test/unit/testutil.h"
+#include "test/unit/core/exec_testlib.h"
 
 #define ASSERT_HAS(msg, sub)                                                   \
   ck_assert_msg(strstr((msg), (sub)) != NULL, "'%s' lacks '%s'", (msg), (sub))
@@ -28,50 +23,13 @@ static tf_status st;
 
 /* ---- graph helpers ---------------------------------------------------------- */
 
-static tf_node *node(tf_graph *g, const char *op, const char *name,
-                     const tf_output *in, int n_in, const tf_attr_kv *attrs,
-                     int n_attrs) {
-  tf_node_builder *b = tf_node_begin(g, op, name);
-  for (int i = 0; i < n_in; i++) tf_node_add_input(b, in[i]);
-  for (int i = 0; i < n_attrs; i++) tf_node_set_attr(b, attrs[i].name, attrs[i].value);
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s %s: %s", op, name ? name : "", st.msg);
-  return n;
-}
-
-static tf_output o0(tf_node *n) { return (tf_output){n, 0}; }
-
 static tf_node *op1(tf_graph *g, const char *op, const char *name, tf_output a) {
-  return node(g, op, name, &a, 1, NULL, 0);
+  return tt_node(g, op, name, &a, 1, NULL, 0);
 }
 
 static tf_node *op2(tf_graph *g, const char *op, const char *name, tf_output a,
                     tf_output b) {
-  return node(g, op, name, (tf_output[]){a, b}, 2, NULL, 0);
-}
-
-static tf_node *cnst(tf_graph *g, const char *name, tf_tensor *t) {
-  tf_attr_kv a[] = {{"value", tf_attr_tensor(t)}, {"dtype", tf_attr_type_v(t->dtype)}};
-  tf_node *n = node(g, "Const", name, NULL, 0, a, 2);
-  tf_tensor_unref(t);
-  return n;
-}
-
-static tf_node *enter(tf_graph *g, const char *name, tf_output x,
-                      const char *frame, bool is_constant) {
-  tf_attr_kv a[] = {{"frame_name", tf_attr_string(frame)},
-                    {"is_constant", tf_attr_bool(is_constant)}};
-  return node(g, "Enter", name, &x, 1, a, 2);
-}
-
-static tf_node *arg(tf_graph *g, const char *name, tf_dtype dt, int index) {
-  tf_attr_kv a[] = {{"T", tf_attr_type_v(dt)}, {"index", tf_attr_int(index)}};
-  return node(g, "_Arg", name, NULL, 0, a, 2);
-}
-
-static tf_node *retval(tf_graph *g, const char *name, tf_output in, int index) {
-  tf_attr_kv a[] = {{"index", tf_attr_int(index)}};
-  return node(g, "_Retval", name, &in, 1, a, 1);
+  return tt_node(g, op, name, (tf_output[]){a, b}, 2, NULL, 0);
 }
 
 /* The head of a loop in frame `frame` over an int64 counter starting at
@@ -102,36 +60,7 @@ static tf_node *loop_tail(tf_graph *g, tf_node *merge, tf_node *sw, tf_node *bod
   return op1(g, "Exit", NULL, o0(sw));
 }
 
-/* ---- steps ---------------------------------------------------------------------- */
-
-typedef struct step {
-  tf_step_ctx ctx;
-  tf_cancel cancel;
-  tf_tensor *args[2];
-  tf_tensor *rets[2];
-} step;
-
-static tf_resource_mgr *resources;
-
-static void setup(void) { resources = tf_resource_mgr_new(); }
-static void teardown(void) { tf_resource_mgr_free(resources); }
-
-static void step_init(step *s, int n_args, int n_rets) {
-  memset(s, 0, sizeof *s);
-  tf_cancel_init(&s->cancel);
-  s->ctx = (tf_step_ctx){.resources = resources, .cancel = &s->cancel, .args = s->args,
-                         .n_args = n_args, .retvals = s->rets, .n_retvals = n_rets};
-}
-
-static void step_fini(step *s) {
-  tt_free(s->args, 2);
-  tt_free(s->rets, 2);
-  tf_cancel_fini(&s->cancel);
-}
-
-static tf_code run_step(tf_executor *e, step *s, tf_status *status) {
-  return tf_executor_run(e, &s->ctx, NULL, tf__now_ns() + 20LL * 1000000000, status);
-}
+/* ---- tf_executor_new errors ----------------------------------------------------------- */
 
 static tf_code new_fails(const tf_graph *g) {
   tf_executor *e = (tf_executor *)1;
@@ -140,24 +69,14 @@ static tf_code new_fails(const tf_graph *g) {
   return rc;
 }
 
-static tf_executor *executor(const tf_graph *g, tf_workq *runner) {
-  tf_executor_opts o = {.runner = runner};
-  tf_executor *e = NULL;
-  ck_assert_msg(tf_executor_new(g, &o, &e, &st) == TF_OK, "%s", st.msg);
-  ck_assert_ptr_eq(tf_executor_graph(e), g);
-  return e;
-}
-
-/* ---- tf_executor_new errors ----------------------------------------------------------- */
-
 /* i = 0; while (i < 3) i = i + one, where `one` is a root-frame Const read
  * directly inside the loop (not through an Enter). */
 START_TEST(test_inputs_from_two_frames) {
   for (int order = 0; order < 2; order++) {
     tf_graph *g = tf_graph_new();
-    tf_node *zero = cnst(g, "zero", tf_tensor_scalar_i64(0));
-    tf_node *limit = cnst(g, "limit", tf_tensor_scalar_i64(3));
-    tf_node *one = cnst(g, "outer_one", tf_tensor_scalar_i64(1));
+    tf_node *zero = tt_const(g, "zero", tf_tensor_scalar_i64(0));
+    tf_node *limit = tt_const(g, "limit", tf_tensor_scalar_i64(3));
+    tf_node *one = tt_const(g, "outer_one", tf_tensor_scalar_i64(1));
     tf_node *merge;
     tf_node *sw = loop_head(g, "myloop", o0(zero), o0(limit), &merge);
     tf_output in = {sw, 1};
@@ -177,9 +96,9 @@ END_TEST
  * runs: the graph helpers build a valid loop. */
 START_TEST(test_hand_built_loop_runs) {
   tf_graph *g = tf_graph_new();
-  tf_node *zero = cnst(g, "zero", tf_tensor_scalar_i64(0));
-  tf_node *limit = cnst(g, "limit", tf_tensor_scalar_i64(5));
-  tf_node *two = cnst(g, "two", tf_tensor_scalar_i64(2));
+  tf_node *zero = tt_const(g, "zero", tf_tensor_scalar_i64(0));
+  tf_node *limit = tt_const(g, "limit", tf_tensor_scalar_i64(5));
+  tf_node *two = tt_const(g, "two", tf_tensor_scalar_i64(2));
   tf_node *merge;
   tf_node *sw = loop_head(g, "L", o0(zero), o0(limit), &merge);
   tf_node *two_e = enter(g, "two_enter", o0(two), "L", true);
@@ -187,6 +106,7 @@ START_TEST(test_hand_built_loop_runs) {
   tf_node *ex = loop_tail(g, merge, sw, body);
   retval(g, "r", o0(ex), 0);
   tf_executor *e = executor(g, NULL);
+  ck_assert_ptr_eq(tf_executor_graph(e), g);
   step s;
   step_init(&s, 0, 1);
   ck_assert_msg(run_step(e, &s, &st) == TF_OK, "%s", st.msg);
@@ -199,7 +119,7 @@ END_TEST
 
 START_TEST(test_exit_in_root_frame) {
   tf_graph *g = tf_graph_new();
-  tf_node *c = cnst(g, "c", tf_tensor_scalar_f32(1));
+  tf_node *c = tt_const(g, "c", tf_tensor_scalar_f32(1));
   op1(g, "Exit", "lonely_exit", o0(c));
   ck_assert_int_eq(new_fails(g), TF_INVALID_ARGUMENT);
   ASSERT_HAS(st.msg, "lonely_exit");
@@ -207,7 +127,7 @@ START_TEST(test_exit_in_root_frame) {
   tf_graph_free(g);
   /* And an Exit that leaves a frame twice (Exit of an Exit). */
   g = tf_graph_new();
-  c = cnst(g, "c", tf_tensor_scalar_f32(1));
+  c = tt_const(g, "c", tf_tensor_scalar_f32(1));
   tf_node *en = enter(g, "en", o0(c), "F", false);
   tf_node *x1 = op1(g, "Exit", "x1", o0(en));
   op1(g, "Exit", "x2", o0(x1));
@@ -220,8 +140,8 @@ END_TEST
 /* Frame "inner" entered from frame "outer" and from the root frame. */
 START_TEST(test_frame_entered_from_two_frames) {
   tf_graph *g = tf_graph_new();
-  tf_node *a = cnst(g, "a", tf_tensor_scalar_f32(1));
-  tf_node *b = cnst(g, "b", tf_tensor_scalar_f32(2));
+  tf_node *a = tt_const(g, "a", tf_tensor_scalar_f32(1));
+  tf_node *b = tt_const(g, "b", tf_tensor_scalar_f32(2));
   tf_node *to_outer = enter(g, "to_outer", o0(a), "outer", false);
   enter(g, "to_inner", o0(to_outer), "inner", false);
   enter(g, "inner_from_root", o0(b), "inner", false);
@@ -233,18 +153,6 @@ START_TEST(test_frame_entered_from_two_frames) {
   tf_graph_free(g);
 }
 END_TEST
-
-/* A dtype that op has no CPU kernel for (among the ones its spec allows). */
-static tf_dtype dtype_without_kernel(const char *op) {
-  const tf_op_def *d = tf_op_lookup(op);
-  const tf_attr_def *t = tf_op_find_attr(d, "T");
-  for (int i = 0; i < t->n_allowed_types; i++) {
-    if (tf_kernel_lookup(op, TF_DEVICE_CPU, t->allowed_types[i]) == NULL) {
-      return t->allowed_types[i];
-    }
-  }
-  return TF_DTYPE_INVALID;
-}
 
 START_TEST(test_no_kernel_for_dtype) {
   tf_dtype dt = dtype_without_kernel("MatMul");
@@ -278,6 +186,7 @@ START_TEST(test_empty_graph) {
   tf_workq *q = tf_workq_new(2, "test");
   for (int k = 0; k < 2; k++) {
     tf_executor *e = executor(g, k ? q : NULL);
+    ck_assert_ptr_eq(tf_executor_graph(e), g);
     step s;
     step_init(&s, 0, 0);
     tf_exec_trace tr = {0};
@@ -313,6 +222,7 @@ START_TEST(test_cancelled_and_failing_steps) {
   tf_node *mm = op2(g, "MatMul", "mm", o0(a), o0(b));
   retval(g, "r", o0(mm), 0);
   tf_executor *e = executor(g, NULL);
+  ck_assert_ptr_eq(tf_executor_graph(e), g);
   step s;
   step_init(&s, 2, 1);
   s.args[0] = tf_tensor_scalar_f32(1);
@@ -379,7 +289,7 @@ static void *conc_main(void *p) {
 START_TEST(test_concurrent_steps) {
   tf_graph *g = tf_graph_new();
   tf_node *x = arg(g, "x", TF_FLOAT32, 0);
-  tf_node *two = cnst(g, "two", tf_tensor_scalar_f32(2));
+  tf_node *two = tt_const(g, "two", tf_tensor_scalar_f32(2));
   tf_node *sq = op2(g, "Mul", "sq", o0(x), o0(x));
   tf_node *sum = op2(g, "Add", "sum", o0(sq), o0(x));
   tf_node *dbl = op2(g, "Mul", "dbl", o0(sum), o0(two));
@@ -389,6 +299,7 @@ START_TEST(test_concurrent_steps) {
   tf_workq *q = tf_workq_new(3, "test");
   for (int k = 0; k < 2; k++) {
     tf_executor *e = executor(g, k ? q : NULL);
+    ck_assert_ptr_eq(tf_executor_graph(e), g);
     pthread_t th[4];
     conc c[4];
     for (int i = 0; i < 4; i++) {
@@ -411,7 +322,7 @@ Suite *tt_suite(void) {
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("executor");
   tcase_set_timeout(tc, 60);
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, exec_setup, exec_teardown);
   tcase_add_test(tc, test_inputs_from_two_frames);
   tcase_add_test(tc, test_hand_built_loop_runs);
   tcase_add_test(tc, test_exit_in_root_frame);

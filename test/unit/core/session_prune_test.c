@@ -15,8 +15,7 @@
 #include <string.h>
 
 #include "lib/core/graph_impl.h"
-#include "lib/core/kernel.h"
-#include "test/unit/testutil.h"
+#include "test/unit/core/exec_testlib.h"
 #include "tf/session.h"
 
 #define ASSERT_HAS(msg, sub)                                                   \
@@ -26,44 +25,35 @@ static tf_status st;
 
 /* ---- graph helpers ---------------------------------------------------------- */
 
-static tf_node *node(tf_graph *g, const char *op, const char *name,
-                     const tf_output *in, int n_in, tf_node *const *ctrl,
-                     int n_ctrl, const tf_attr_kv *attrs, int n_attrs) {
+/* op on data inputs in[0..n_in) with control inputs ctrl[0..n_ctrl)
+ * (tt_node takes none). Aborts the test on failure. */
+static tf_node *ctrl_node(tf_graph *g, const char *op, const char *name,
+                          const tf_output *in, int n_in, tf_node *const *ctrl, int n_ctrl) {
   tf_node_builder *b = tf_node_begin(g, op, name);
   for (int i = 0; i < n_in; i++) tf_node_add_input(b, in[i]);
   for (int i = 0; i < n_ctrl; i++) tf_node_add_control_input(b, ctrl[i]);
-  for (int i = 0; i < n_attrs; i++) tf_node_set_attr(b, attrs[i].name, attrs[i].value);
   tf_node *n = tf_node_finish(b, &st);
   ck_assert_msg(n != NULL, "%s %s: %s", op, name ? name : "", st.msg);
   return n;
 }
 
-static tf_output o0(tf_node *n) { return (tf_output){n, 0}; }
-
 static tf_node *op1(tf_graph *g, const char *op, const char *name, tf_node *a) {
-  return node(g, op, name, (tf_output[]){o0(a)}, 1, NULL, 0, NULL, 0);
+  return tt_node(g, op, name, (tf_output[]){o0(a)}, 1, NULL, 0);
 }
 
 static tf_node *op2(tf_graph *g, const char *op, const char *name, tf_node *a,
                     tf_node *b) {
-  return node(g, op, name, (tf_output[]){o0(a), o0(b)}, 2, NULL, 0, NULL, 0);
-}
-
-static tf_node *cnst(tf_graph *g, const char *name, tf_tensor *t) {
-  tf_attr_kv a[] = {{"value", tf_attr_tensor(t)}, {"dtype", tf_attr_type_v(t->dtype)}};
-  tf_node *n = node(g, "Const", name, NULL, 0, NULL, 0, a, 2);
-  tf_tensor_unref(t);
-  return n;
+  return tt_node(g, op, name, (tf_output[]){o0(a), o0(b)}, 2, NULL, 0);
 }
 
 static tf_node *f32(tf_graph *g, const char *name, float v) {
-  return cnst(g, name, tf_tensor_scalar_f32(v));
+  return tt_const(g, name, tf_tensor_scalar_f32(v));
 }
 
 static tf_node *variable(tf_graph *g, const char *name) {
   tf_attr_kv a[] = {{"dtype", tf_attr_type_v(TF_INT64)},
                     {"shape", tf_attr_shape(tf_shape_scalar())}};
-  return node(g, "VariableV2", name, NULL, 0, NULL, 0, a, 2);
+  return tt_node(g, "VariableV2", name, NULL, 0, a, 2);
 }
 
 /* ---- running with a trace ------------------------------------------------------ */
@@ -142,7 +132,7 @@ START_TEST(test_only_needed_nodes_run) {
   op2(g, "Mul", "d", c, a);
   op1(g, "Neg", "e", b);
   tf_node *v = variable(g, "v");
-  op2(g, "Assign", "assign", v, cnst(g, "seven", tf_tensor_scalar_i64(7)));
+  op2(g, "Assign", "assign", v, tt_const(g, "seven", tf_tensor_scalar_i64(7)));
   op1(g, "IsVariableInitialized", "inited", v);
   int threads[] = {1, 3};
   for (int k = 0; k < 2; k++) {
@@ -173,10 +163,10 @@ END_TEST
  * shape Const feeding it) and an unfed Placeholder never run. */
 START_TEST(test_fed_edge_cuts_producer) {
   tf_graph *g = tf_graph_new();
-  tf_node *shape = cnst(g, "shape", tt_tensor_i(TF_INT32, tf_shape_of(1, 1),
-                                               (int64_t[]){4}));
+  tf_node *shape = tt_const(g, "shape", tt_tensor_i(TF_INT32, tf_shape_of(1, 1),
+                                                   (int64_t[]){4}));
   tf_attr_kv ra[] = {{"dtype", tf_attr_type_v(TF_FLOAT32)}, {"seed", tf_attr_int(7)}};
-  tf_node *rnd = node(g, "RandomUniform", "rnd", (tf_output[]){o0(shape)}, 1, NULL, 0, ra, 2);
+  tf_node *rnd = tt_node(g, "RandomUniform", "rnd", (tf_output[]){o0(shape)}, 1, ra, 2);
   op1(g, "Neg", "neg", rnd);
   tf_node *p = tt_placeholder(g, "p", TF_FLOAT32, tf_shape_scalar());
   tf_node *sq = op1(g, "Square", "sq", p);
@@ -227,11 +217,11 @@ END_TEST
  * other output is needed, and not when it is not. */
 START_TEST(test_fed_port_is_per_output) {
   tf_graph *g = tf_graph_new();
-  tf_node *pair = cnst(g, "pair", tt_tensor(TF_FLOAT32, tf_shape_of(1, 2), (double[]){1, 2}));
+  tf_node *pair = tt_const(g, "pair", tt_tensor(TF_FLOAT32, tf_shape_of(1, 2), (double[]){1, 2}));
   tf_attr_kv ua[] = {{"num", tf_attr_int(2)}};
-  tf_node *un = node(g, "Unpack", "un", (tf_output[]){o0(pair)}, 1, NULL, 0, ua, 1);
-  node(g, "Neg", "n0", (tf_output[]){{un, 0}}, 1, NULL, 0, NULL, 0);
-  node(g, "Neg", "n1", (tf_output[]){{un, 1}}, 1, NULL, 0, NULL, 0);
+  tf_node *un = tt_node(g, "Unpack", "un", (tf_output[]){o0(pair)}, 1, ua, 1);
+  tt_node(g, "Neg", "n0", (tf_output[]){{un, 0}}, 1, NULL, 0);
+  tt_node(g, "Neg", "n1", (tf_output[]){{un, 1}}, 1, NULL, 0);
   tf_session *s = session(g, 1);
   tf_tensor *ten = tf_tensor_scalar_f32(10);
   run_spec r = {.feeds = {"un:0"}, .values = {ten}, .n_feeds = 1,
@@ -257,14 +247,14 @@ END_TEST
 START_TEST(test_targets_pull_control_deps) {
   tf_graph *g = tf_graph_new();
   tf_node *v = variable(g, "counter");
-  tf_node *zero = cnst(g, "zero", tf_tensor_scalar_i64(0));
-  tf_node *one = cnst(g, "one", tf_tensor_scalar_i64(1));
-  tf_node *ten = cnst(g, "ten", tf_tensor_scalar_i64(10));
+  tf_node *zero = tt_const(g, "zero", tf_tensor_scalar_i64(0));
+  tf_node *one = tt_const(g, "one", tf_tensor_scalar_i64(1));
+  tf_node *ten = tt_const(g, "ten", tf_tensor_scalar_i64(10));
   op2(g, "Assign", "init", v, zero);
   tf_node *inc = op2(g, "AssignAdd", "inc", v, one);
   tf_node *inc2 = op2(g, "AssignAdd", "inc2", v, ten);
-  tf_node *inner = node(g, "NoOp", "inner", NULL, 0, (tf_node *[]){inc2}, 1, NULL, 0);
-  node(g, "NoOp", "group", NULL, 0, (tf_node *[]){inc, inner}, 2, NULL, 0);
+  tf_node *inner = ctrl_node(g, "NoOp", "inner", NULL, 0, (tf_node *[]){inc2}, 1);
+  ctrl_node(g, "NoOp", "group", NULL, 0, (tf_node *[]){inc, inner}, 2);
   tf_session *s = session(g, 2);
   run_spec ri = {.targets = {"init"}, .n_targets = 1};
   run_ok(s, &ri);
@@ -290,10 +280,9 @@ END_TEST
 START_TEST(test_control_only_node_runs) {
   tf_graph *g = tf_graph_new();
   tf_node *x = f32(g, "x", 4), *k = f32(g, "k", 3);
-  tf_node *side2 = node(g, "NoOp", "side2", NULL, 0, NULL, 0, NULL, 0);
-  tf_node *side = node(g, "Square", "side", (tf_output[]){o0(k)}, 1, (tf_node *[]){side2}, 1,
-                       NULL, 0);
-  node(g, "Identity", "y", (tf_output[]){o0(x)}, 1, (tf_node *[]){side}, 1, NULL, 0);
+  tf_node *side2 = tt_node(g, "NoOp", "side2", NULL, 0, NULL, 0);
+  tf_node *side = ctrl_node(g, "Square", "side", (tf_output[]){o0(k)}, 1, (tf_node *[]){side2}, 1);
+  ctrl_node(g, "Identity", "y", (tf_output[]){o0(x)}, 1, (tf_node *[]){side}, 1);
   f32(g, "unrelated", 1);
   tf_session *s = session(g, 2);
   run_spec r = {.fetches = {"y"}, .n_fetches = 1};
@@ -338,7 +327,7 @@ END_TEST
 START_TEST(test_feed_ref_edge) {
   tf_graph *g = tf_graph_new();
   tf_node *v = variable(g, "var");
-  op2(g, "Assign", "init", v, cnst(g, "three", tf_tensor_scalar_i64(3)));
+  op2(g, "Assign", "init", v, tt_const(g, "three", tf_tensor_scalar_i64(3)));
   op1(g, "Identity", "read", v);
   tf_session *s = session(g, 1);
   tf_tensor *t = tf_tensor_scalar_i64(5);
@@ -450,8 +439,8 @@ START_TEST(test_cache_same_signature_any_order) {
   op2(g, "Add", "sum", x, y);
   op2(g, "Mul", "prod", x, y);
   op2(g, "Sub", "diff", x, y);
-  node(g, "NoOp", "t1", NULL, 0, NULL, 0, NULL, 0);
-  node(g, "NoOp", "t2", NULL, 0, NULL, 0, NULL, 0);
+  tt_node(g, "NoOp", "t1", NULL, 0, NULL, 0);
+  tt_node(g, "NoOp", "t2", NULL, 0, NULL, 0);
   tf_session *s = session(g, 2);
   tf_tensor *xv = tf_tensor_scalar_f32(5), *yv = tf_tensor_scalar_f32(2);
   const char *fetch_names[3][2] = {{"sum", "sum:0"}, {"prod", "prod:0"}, {"diff", "diff:0"}};
@@ -486,39 +475,25 @@ START_TEST(test_cache_same_signature_any_order) {
 }
 END_TEST
 
-/* A dtype that op has no CPU kernel for (among the ones its spec allows). */
-static tf_dtype dtype_without_kernel(const char *op) {
-  const tf_op_def *d = tf_op_lookup(op);
-  const tf_attr_def *t = tf_op_find_attr(d, "T");
-  for (int i = 0; i < t->n_allowed_types; i++) {
-    if (tf_kernel_lookup(op, TF_DEVICE_CPU, t->allowed_types[i]) == NULL) {
-      return t->allowed_types[i];
-    }
-  }
-  return TF_DTYPE_INVALID;
-}
-
 /* A loop (built by hand) whose body reads an outer tensor directly, and a
  * MatMul of a dtype without a kernel: Runs that do not keep them work;
  * Runs that do fail naming the node. */
 START_TEST(test_invalid_kept_part_names_node) {
   tf_graph *g = tf_graph_new();
   f32(g, "fine", 1.5f);
-  tf_node *zero = cnst(g, "zero", tf_tensor_scalar_i64(0));
-  tf_node *outer = cnst(g, "outer_one", tf_tensor_scalar_i64(1));
-  tf_node *lim = cnst(g, "limit", tf_tensor_scalar_i64(3));
-  tf_attr_kv fa[] = {{"frame_name", tf_attr_string("loop")}};
-  tf_attr_kv fc[] = {{"frame_name", tf_attr_string("loop")}, {"is_constant", tf_attr_bool(true)}};
-  tf_node *en = node(g, "Enter", "enter", (tf_output[]){o0(zero)}, 1, NULL, 0, fa, 1);
-  tf_node *le = node(g, "Enter", "limit_enter", (tf_output[]){o0(lim)}, 1, NULL, 0, fc, 1);
+  tf_node *zero = tt_const(g, "zero", tf_tensor_scalar_i64(0));
+  tf_node *outer = tt_const(g, "outer_one", tf_tensor_scalar_i64(1));
+  tf_node *lim = tt_const(g, "limit", tf_tensor_scalar_i64(3));
+  tf_node *en = enter(g, "enter", o0(zero), "loop", false);
+  tf_node *le = enter(g, "limit_enter", o0(lim), "loop", true);
   tf_node_builder *b = tf_node_begin(g, "Merge", "merge");
   tf_node_add_input_list(b, (tf_output[]){o0(en), o0(en)}, 2);
   tf_node *merge = tf_node_finish(b, &st);
   ck_assert_msg(merge != NULL, "%s", st.msg);
   tf_node *cond = op1(g, "LoopCond", "cond", op2(g, "Less", "less", merge, le));
   tf_node *sw = op2(g, "Switch", "switch", merge, cond);
-  node(g, "Exit", "exit", (tf_output[]){o0(sw)}, 1, NULL, 0, NULL, 0);
-  tf_node *bad = node(g, "Add", "bad_add", (tf_output[]){{sw, 1}, o0(outer)}, 2, NULL, 0, NULL, 0);
+  tt_node(g, "Exit", "exit", (tf_output[]){o0(sw)}, 1, NULL, 0);
+  tf_node *bad = tt_node(g, "Add", "bad_add", (tf_output[]){{sw, 1}, o0(outer)}, 2, NULL, 0);
   tf_node *next = op1(g, "NextIteration", "next", bad);
   ck_assert_msg(tf__node_set_back_edge(merge, 1, o0(next), &st) == TF_OK, "%s", st.msg);
   tf_dtype no_kernel = dtype_without_kernel("MatMul");

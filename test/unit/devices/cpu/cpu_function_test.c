@@ -8,98 +8,15 @@
  * INVALID_ARGUMENT naming the node; a _Retval inside a loop frame (a loop
  * built by hand from Enter/Merge/Switch/LoopCond/NextIteration/Exit) is
  * rejected by tf_executor_new, while one on the loop's Exit works. */
-#include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/cancel.h"
-#include "lib/core/executor.h"
 #include "lib/core/graph_impl.h"
-#include "lib/core/resource.h"
-#include "lib/core/util.h"
-#include "test/unit/testutil.h"
+#include "test/unit/core/exec_testlib.h"
 
 #define ASSERT_HAS(msg, sub)                                                   \
   ck_assert_msg(strstr((msg), (sub)) != NULL, "'%s' lacks '%s'", (msg), (sub))
 
 static tf_status st;
-
-/* ---- graph helpers ---------------------------------------------------------- */
-
-static tf_node *node(tf_graph *g, const char *op, const char *name,
-                     const tf_output *in, int n_in, const tf_attr_kv *attrs,
-                     int n_attrs) {
-  tf_node_builder *b = tf_node_begin(g, op, name);
-  for (int i = 0; i < n_in; i++) tf_node_add_input(b, in[i]);
-  for (int i = 0; i < n_attrs; i++) tf_node_set_attr(b, attrs[i].name, attrs[i].value);
-  tf_node *n = tf_node_finish(b, &st);
-  ck_assert_msg(n != NULL, "%s %s: %s", op, name ? name : "", st.msg);
-  return n;
-}
-
-static tf_output out0(tf_node *n) { return (tf_output){n, 0}; }
-
-static tf_node *arg(tf_graph *g, const char *name, tf_dtype dt, int index) {
-  tf_attr_kv a[] = {{"T", tf_attr_type_v(dt)}, {"index", tf_attr_int(index)}};
-  return node(g, "_Arg", name, NULL, 0, a, 2);
-}
-
-static tf_node *retval(tf_graph *g, const char *name, tf_output in, int index) {
-  tf_attr_kv a[] = {{"index", tf_attr_int(index)}};
-  return node(g, "_Retval", name, &in, 1, a, 1);
-}
-
-static tf_node *cnst(tf_graph *g, const char *name, tf_tensor *t) {
-  tf_attr_kv a[] = {{"value", tf_attr_tensor(t)}, {"dtype", tf_attr_type_v(t->dtype)}};
-  tf_node *n = node(g, "Const", name, NULL, 0, a, 2);
-  tf_tensor_unref(t);
-  return n;
-}
-
-static tf_node *enter(tf_graph *g, const char *name, tf_output x,
-                      const char *frame, bool is_constant) {
-  tf_attr_kv a[] = {{"frame_name", tf_attr_string(frame)},
-                    {"is_constant", tf_attr_bool(is_constant)}};
-  return node(g, "Enter", name, &x, 1, a, 2);
-}
-
-/* ---- a step context ----------------------------------------------------------- */
-
-typedef struct step {
-  tf_step_ctx ctx;
-  tf_cancel cancel;
-  tf_tensor *args[4];
-  tf_tensor *rets[4];
-} step;
-
-static tf_resource_mgr *resources;
-
-static void step_init(step *s, int n_args, int n_rets) {
-  memset(s, 0, sizeof *s);
-  tf_cancel_init(&s->cancel);
-  s->ctx = (tf_step_ctx){.step_id = 1, .resources = resources, .cancel = &s->cancel,
-                         .args = s->args, .n_args = n_args, .retvals = s->rets,
-                         .n_retvals = n_rets};
-}
-
-static void step_fini(step *s) {
-  tt_free(s->args, 4);
-  tt_free(s->rets, 4);
-  tf_cancel_fini(&s->cancel);
-}
-
-static tf_code run(tf_executor *e, step *s) {
-  return tf_executor_run(e, &s->ctx, NULL, tf__now_ns() + 20LL * 1000000000, &st);
-}
-
-static tf_executor *executor(const tf_graph *g, tf_workq *runner) {
-  tf_executor_opts o = {.runner = runner};
-  tf_executor *e = NULL;
-  ck_assert_msg(tf_executor_new(g, &o, &e, &st) == TF_OK, "%s", st.msg);
-  return e;
-}
-
-static void setup(void) { resources = tf_resource_mgr_new(); }
-static void teardown(void) { tf_resource_mgr_free(resources); }
 
 /* ---- eager ---------------------------------------------------------------------- */
 
@@ -125,9 +42,9 @@ START_TEST(test_args_to_retvals) {
   tf_graph *g = tf_graph_new();
   tf_node *b = arg(g, "b", TF_INT64, 0);
   tf_node *a = arg(g, "a", TF_FLOAT32, 1);
-  tf_node *neg = node(g, "Neg", "neg", (tf_output[]){out0(a)}, 1, NULL, 0);
-  retval(g, "r1", out0(neg), 1);
-  retval(g, "r0", out0(b), 0);
+  tf_node *neg = tt_node(g, "Neg", "neg", (tf_output[]){o0(a)}, 1, NULL, 0);
+  retval(g, "r1", o0(neg), 1);
+  retval(g, "r0", o0(b), 0);
   tf_workq *q = tf_workq_new(2, "test");
   for (int k = 0; k < 2; k++) {
     tf_executor *e = executor(g, k ? q : NULL);
@@ -138,7 +55,7 @@ START_TEST(test_args_to_retvals) {
       s.args[1] = tt_rand(TF_FLOAT32, tf_shape_of(2, 3, 5), -4, 4);
       tf_tensor *stale = tf_tensor_scalar_f32(99.0f);
       s.rets[1] = tf_tensor_ref(stale); /* the _Retval replaces it */
-      ck_assert_msg(run(e, &s) == TF_OK, "%s", st.msg);
+      ck_assert_msg(run_step(e, &s, &st) == TF_OK, "%s", st.msg);
       ck_assert_ptr_eq(s.rets[0], s.args[0]); /* the fed tensor itself */
       ck_assert_ptr_nonnull(s.rets[1]);
       ck_assert_ptr_ne(s.rets[1], stale);
@@ -160,14 +77,14 @@ END_TEST
 START_TEST(test_arg_errors) {
   tf_graph *g = tf_graph_new();
   tf_node *a = arg(g, "feed_two", TF_FLOAT32, 2);
-  retval(g, "r", out0(a), 0);
+  retval(g, "r", o0(a), 0);
   tf_executor *e = executor(g, NULL);
   /* Index 2 of a step with 2 args. */
   step s;
   step_init(&s, 2, 1);
   s.args[0] = tf_tensor_scalar_f32(1);
   s.args[1] = tf_tensor_scalar_f32(2);
-  ck_assert_int_eq(run(e, &s), TF_INVALID_ARGUMENT);
+  ck_assert_int_eq(run_step(e, &s, &st), TF_INVALID_ARGUMENT);
   ASSERT_HAS(st.msg, "feed_two");
   ASSERT_HAS(st.msg, "2");
   ck_assert_ptr_null(s.rets[0]);
@@ -175,14 +92,14 @@ START_TEST(test_arg_errors) {
   /* In range, but the slot has no tensor. */
   step_init(&s, 3, 1);
   s.args[0] = tf_tensor_scalar_f32(1);
-  ck_assert_int_eq(run(e, &s), TF_INVALID_ARGUMENT);
+  ck_assert_int_eq(run_step(e, &s, &st), TF_INVALID_ARGUMENT);
   ASSERT_HAS(st.msg, "feed_two");
   ck_assert_ptr_null(s.rets[0]);
   step_fini(&s);
   /* The wrong dtype: both dtypes and the node are named. */
   step_init(&s, 3, 1);
   s.args[2] = tf_tensor_scalar_i32(5);
-  ck_assert_int_eq(run(e, &s), TF_INVALID_ARGUMENT);
+  ck_assert_int_eq(run_step(e, &s, &st), TF_INVALID_ARGUMENT);
   ASSERT_HAS(st.msg, "feed_two");
   ASSERT_HAS(st.msg, tf_dtype_name(TF_INT32));
   ASSERT_HAS(st.msg, tf_dtype_name(TF_FLOAT32));
@@ -191,7 +108,7 @@ START_TEST(test_arg_errors) {
   /* And right. */
   step_init(&s, 3, 1);
   s.args[2] = tf_tensor_scalar_f32(5);
-  ck_assert_msg(run(e, &s) == TF_OK, "%s", st.msg);
+  ck_assert_msg(run_step(e, &s, &st) == TF_OK, "%s", st.msg);
   ck_assert_ptr_eq(s.rets[0], s.args[2]);
   step_fini(&s);
   tf_executor_free(e);
@@ -201,17 +118,17 @@ END_TEST
 
 START_TEST(test_retval_out_of_range) {
   tf_graph *g = tf_graph_new();
-  tf_node *c = cnst(g, "c", tf_tensor_scalar_f32(3));
-  retval(g, "fetch_one", out0(c), 1);
+  tf_node *c = tt_const(g, "c", tf_tensor_scalar_f32(3));
+  retval(g, "fetch_one", o0(c), 1);
   tf_executor *e = executor(g, NULL);
   step s;
   step_init(&s, 0, 1);
-  ck_assert_int_eq(run(e, &s), TF_INVALID_ARGUMENT);
+  ck_assert_int_eq(run_step(e, &s, &st), TF_INVALID_ARGUMENT);
   ASSERT_HAS(st.msg, "fetch_one");
   ck_assert_ptr_null(s.rets[0]);
   step_fini(&s);
   step_init(&s, 0, 2);
-  ck_assert_msg(run(e, &s) == TF_OK, "%s", st.msg);
+  ck_assert_msg(run_step(e, &s, &st) == TF_OK, "%s", st.msg);
   ck_assert_ptr_null(s.rets[0]);
   ck_assert_double_eq(tf_tensor_get_f64(s.rets[1], 0), 3.0);
   step_fini(&s);
@@ -223,23 +140,23 @@ END_TEST
 /* i = 0; while (i < 3) i = i + 1, by hand; the body's value is `body`.
  * Returns the Exit. */
 static tf_node *counting_loop(tf_graph *g, tf_node **body_out) {
-  tf_node *zero = cnst(g, "zero", tf_tensor_scalar_i64(0));
-  tf_node *limit = cnst(g, "limit", tf_tensor_scalar_i64(3));
-  tf_node *one = cnst(g, "one", tf_tensor_scalar_i64(1));
-  tf_node *en = enter(g, "enter", out0(zero), "L", false);
-  tf_node *lim = enter(g, "limit_enter", out0(limit), "L", true);
-  tf_node *one_e = enter(g, "one_enter", out0(one), "L", true);
+  tf_node *zero = tt_const(g, "zero", tf_tensor_scalar_i64(0));
+  tf_node *limit = tt_const(g, "limit", tf_tensor_scalar_i64(3));
+  tf_node *one = tt_const(g, "one", tf_tensor_scalar_i64(1));
+  tf_node *en = enter(g, "enter", o0(zero), "L", false);
+  tf_node *lim = enter(g, "limit_enter", o0(limit), "L", true);
+  tf_node *one_e = enter(g, "one_enter", o0(one), "L", true);
   tf_node_builder *b = tf_node_begin(g, "Merge", "merge");
-  tf_node_add_input_list(b, (tf_output[]){out0(en), out0(en)}, 2);
+  tf_node_add_input_list(b, (tf_output[]){o0(en), o0(en)}, 2);
   tf_node *merge = tf_node_finish(b, &st);
   ck_assert_msg(merge != NULL, "%s", st.msg);
-  tf_node *less = node(g, "Less", "less", (tf_output[]){out0(merge), out0(lim)}, 2, NULL, 0);
-  tf_node *cond = node(g, "LoopCond", "cond", (tf_output[]){out0(less)}, 1, NULL, 0);
-  tf_node *sw = node(g, "Switch", "switch", (tf_output[]){out0(merge), out0(cond)}, 2, NULL, 0);
-  tf_node *ex = node(g, "Exit", "exit", (tf_output[]){out0(sw)}, 1, NULL, 0);
-  tf_node *body = node(g, "Add", "body", (tf_output[]){{sw, 1}, out0(one_e)}, 2, NULL, 0);
-  tf_node *next = node(g, "NextIteration", "next", (tf_output[]){out0(body)}, 1, NULL, 0);
-  ck_assert_msg(tf__node_set_back_edge(merge, 1, out0(next), &st) == TF_OK, "%s", st.msg);
+  tf_node *less = tt_node(g, "Less", "less", (tf_output[]){o0(merge), o0(lim)}, 2, NULL, 0);
+  tf_node *cond = tt_node(g, "LoopCond", "cond", (tf_output[]){o0(less)}, 1, NULL, 0);
+  tf_node *sw = tt_node(g, "Switch", "switch", (tf_output[]){o0(merge), o0(cond)}, 2, NULL, 0);
+  tf_node *ex = tt_node(g, "Exit", "exit", (tf_output[]){o0(sw)}, 1, NULL, 0);
+  tf_node *body = tt_node(g, "Add", "body", (tf_output[]){{sw, 1}, o0(one_e)}, 2, NULL, 0);
+  tf_node *next = tt_node(g, "NextIteration", "next", (tf_output[]){o0(body)}, 1, NULL, 0);
+  ck_assert_msg(tf__node_set_back_edge(merge, 1, o0(next), &st) == TF_OK, "%s", st.msg);
   *body_out = body;
   return ex;
 }
@@ -248,17 +165,17 @@ START_TEST(test_retval_in_loop_rejected) {
   tf_graph *g = tf_graph_new();
   tf_node *body;
   tf_node *ex = counting_loop(g, &body);
-  retval(g, "after", out0(ex), 0);
+  retval(g, "after", o0(ex), 0);
   /* The loop itself runs: the Exit's value is fetched. */
   tf_executor *e = executor(g, NULL);
   step s;
   step_init(&s, 0, 1);
-  ck_assert_msg(run(e, &s) == TF_OK, "%s", st.msg);
+  ck_assert_msg(run_step(e, &s, &st) == TF_OK, "%s", st.msg);
   ck_assert_int_eq(tf_tensor_get_i64(s.rets[0], 0), 3);
   step_fini(&s);
   tf_executor_free(e);
   /* A _Retval on a tensor of the loop's body is refused up front. */
-  retval(g, "inside", out0(body), 1);
+  retval(g, "inside", o0(body), 1);
   e = (tf_executor *)1;
   ck_assert_int_eq(tf_executor_new(g, NULL, &e, &st), TF_INVALID_ARGUMENT);
   ck_assert_ptr_null(e);
@@ -272,7 +189,7 @@ Suite *tt_suite(void) {
   Suite *s = suite_create("cpu_function");
   TCase *tc = tcase_create("cpu_function");
   tcase_set_timeout(tc, 60);
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, exec_setup, exec_teardown);
   tcase_add_test(tc, test_eager_needs_session);
   tcase_add_test(tc, test_args_to_retvals);
   tcase_add_test(tc, test_arg_errors);
