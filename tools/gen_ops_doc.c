@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/grad_registry.h"
 #include "lib/core/kernel.h"
 #include "lib/core/op_registry.h"
 
@@ -90,8 +91,8 @@ int main(void) {
          "tensors of type attr T), attrs with their allowed values and "
          "defaults, the dtypes with a CPU kernel (\"any\" means one kernel "
          "dispatching on every supported dtype; see the op's kernel file), and "
-         "whether the op has a gradient (\"n/a\" for ops that are not "
-         "differentiable; gradients arrive with the autodiff issue).\n\n"
+         "whether the op has a registered gradient function (\"yes\"; \"n/a\" "
+         "for ops that are not differentiable; \"not yet\" otherwise).\n\n"
          "%d ops.\n", n);
   const char *families[64];
   int n_fam = 0;
@@ -116,7 +117,9 @@ int main(void) {
       print_attrs(op);
       printf(" | ");
       print_dtypes(op->name);
-      printf(" | %s | ", (op->flags & TF_OP_NOT_DIFFERENTIABLE) ? "n/a" : "not yet");
+      printf(" | %s | ", tf_grad_lookup(op->name)                ? "yes"
+                         : (op->flags & TF_OP_NOT_DIFFERENTIABLE) ? "n/a"
+                                                                  : "not yet");
       print_cell(op->doc);
       printf(" |\n");
     }

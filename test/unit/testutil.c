@@ -3,6 +3,7 @@
 #include "test/unit/testutil.h"
 
 #include "lib/core/kernel.h"
+#include "tf/gradients.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -358,6 +359,171 @@ int tt_numpy(const char *script, tf_tensor *const *in, int n_in,
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "tt_numpy: could not remove %s\n", dir);
   return n;
+}
+
+/* ---- gradient checks ------------------------------------------------------- */
+
+/* What is being checked, for failure messages ("" for a build function). */
+static const char *gc_label = "";
+
+typedef struct gc_op {
+  const char *op;
+  bool as_list;
+  const tf_attr_kv *attrs;
+  int n_attrs;
+  int out_index;
+} gc_op;
+
+static tf_output gc_build_op(tf_graph *g, const tf_output *in, int n_in,
+                             void *arg) {
+  const gc_op *o = arg;
+  tf_status st;
+  tf_status_init(&st);
+  tf_node_builder *b = tf_node_begin(g, o->op, "op");
+  if (o->as_list) {
+    tf_node_add_input_list(b, in, n_in);
+  } else {
+    for (int i = 0; i < n_in; i++) tf_node_add_input(b, in[i]);
+  }
+  for (int i = 0; i < o->n_attrs; i++) {
+    tf_node_set_attr(b, o->attrs[i].name, o->attrs[i].value);
+  }
+  tf_node *n = tf_node_finish(b, &st);
+  ck_assert_msg(n != NULL, "grad check: building %s: %s", o->op, st.msg);
+  ck_assert_msg(o->out_index >= 0 && o->out_index < tf_node_num_outputs(n),
+                "grad check: %s has no output %d", o->op, o->out_index);
+  return (tf_output){n, o->out_index};
+}
+
+typedef struct gc_run {
+  tf_session *s;
+  const char *feed_names[16];
+  tf_tensor *feeds[16];
+  int n;
+} gc_run;
+
+static tf_tensor *gc_fetch(gc_run *r, const char *name) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_tensor *out = NULL;
+  tf_code rc = tf_session_run(r->s, NULL, r->feed_names, r->feeds, r->n,
+                              &name, &out, 1, NULL, 0, NULL, &st);
+  ck_assert_msg(rc == TF_OK, "grad check: fetching %s: %s", name, st.msg);
+  return out;
+}
+
+static double gc_loss(gc_run *r) {
+  tf_tensor *l = gc_fetch(r, "gc_loss");
+  double v = tf_tensor_get_f64(l, 0);
+  tf_tensor_unref(l);
+  return v;
+}
+
+/* loss = Sum(Reshape(y * w, [-1])) with w random of y's value's shape. */
+static tf_output gc_loss_node(tf_graph *g, gc_run *r, tf_output y) {
+  char yname[300];
+  snprintf(yname, sizeof yname, "%s:%d", tf_node_name(y.node), y.index);
+  tf_tensor *yv = gc_fetch(r, yname);
+  tf_tensor *w = tt_rand(yv->dtype, yv->shape, -1, 1);
+  tf_tensor_unref(yv);
+  tf_output wc = {tt_const(g, "gc_w", w), 0};
+  tf_output prod = {tt_node(g, "Mul", "gc_yw", (tf_output[]){y, wc}, 2, NULL, 0), 0};
+  int32_t m1 = -1, z = 0;
+  tf_output shp = {tt_const(g, "gc_flat", tf_tensor_vec_i32(1, &m1)), 0};
+  tf_output flat = {tt_node(g, "Reshape", "gc_reshape", (tf_output[]){prod, shp}, 2,
+                            NULL, 0), 0};
+  tf_output ax = {tt_const(g, "gc_axis", tf_tensor_vec_i32(1, &z)), 0};
+  return (tf_output){tt_node(g, "Sum", "gc_loss", (tf_output[]){flat, ax}, 2, NULL, 0),
+                     0};
+}
+
+static void gc_set(tf_tensor *t, int64_t k, double v) {
+  if (t->dtype == TF_FLOAT32) {
+    ((float *)t->data)[k] = (float)v;
+  } else {
+    ((double *)t->data)[k] = v;
+  }
+}
+
+/* Compares analytic dx (for input i, fed in r->feeds[i]) with central
+ * differences of the loss. */
+static void gc_compare(gc_run *r, int i, const tf_tensor *dx, double atol,
+                       double rtol) {
+  tf_tensor *x = r->feeds[i];
+  ck_assert_msg(dx->n == x->n, "grad check: input %d has %lld elements but "
+                "its gradient %lld", i, (long long)x->n, (long long)dx->n);
+  for (int64_t k = 0; k < x->n; k++) {
+    double x0 = tf_tensor_get_f64(x, k);
+    double h = 1e-6 * fmax(1.0, fabs(x0));
+    gc_set(x, k, x0 + h);
+    double lp = gc_loss(r);
+    gc_set(x, k, x0 - h);
+    double lm = gc_loss(r);
+    gc_set(x, k, x0);
+    double num = (lp - lm) / (2 * h), ana = tf_tensor_get_f64(dx, k);
+    if (!(fabs(ana - num) <= atol + rtol * fabs(num))) {
+      ck_abort_msg("grad check%s%s: input %d element %lld: analytic %.9g, numeric "
+                   "%.9g (|diff| %.3g > atol %.3g + rtol %.3g * |numeric|; "
+                   "seed %llu)", gc_label[0] ? " of " : "", gc_label, i,
+                   (long long)k, ana, num, fabs(ana - num), atol, rtol,
+                   (unsigned long long)seed_value);
+    }
+  }
+}
+
+void tt_grad_check(tt_grad_build_fn build, void *arg, tf_tensor *const *inputs,
+                   int n_inputs, const bool *check, double atol, double rtol) {
+  ck_assert_msg(n_inputs >= 0 && n_inputs <= 16, "grad check: %d inputs", n_inputs);
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_status_init(&st);
+  gc_run r = {.n = n_inputs};
+  tf_output in[16];
+  char names[16][16];
+  for (int i = 0; i < n_inputs; i++) {
+    snprintf(names[i], sizeof names[i], "gc_x%d", i);
+    in[i] = (tf_output){tt_placeholder(g, names[i], inputs[i]->dtype,
+                                       inputs[i]->shape), 0};
+    r.feed_names[i] = names[i];
+    ck_assert(tf_tensor_copy(inputs[i], &r.feeds[i], &st) == TF_OK);
+  }
+  tf_output y = build(g, in, n_inputs, arg);
+  ck_assert_msg(y.node != NULL, "grad check: build gave no output");
+  tf_session_options opts = {.inter_op_threads = 1};
+  r.s = tf_session_new(g, &opts, &st);
+  ck_assert_msg(r.s != NULL, "grad check: session: %s", st.msg);
+  tf_output loss = gc_loss_node(g, &r, y);
+  tf_output dx[16];
+  ck_assert_msg(tf_gradients(g, &loss, 1, in, n_inputs, NULL, dx, &st) == TF_OK,
+                "grad check: tf_gradients: %s", st.msg);
+  for (int i = 0; i < n_inputs; i++) {
+    bool is_float = inputs[i]->dtype == TF_FLOAT64 || inputs[i]->dtype == TF_FLOAT32;
+    bool want = check ? check[i] : is_float;
+    if (!want) continue;
+    ck_assert_msg(is_float, "grad check: input %d is %s, not float", i,
+                  tf_dtype_name(inputs[i]->dtype));
+    ck_assert_msg(dx[i].node != NULL, "grad check: input %d got no gradient", i);
+    char dname[300];
+    snprintf(dname, sizeof dname, "%s:%d", tf_node_name(dx[i].node), dx[i].index);
+    tf_tensor *d = gc_fetch(&r, dname);
+    ck_assert_msg(d->dtype == inputs[i]->dtype &&
+                      tf_shape_equal(&d->shape, &inputs[i]->shape),
+                  "grad check: gradient of input %d has the wrong dtype or shape", i);
+    gc_compare(&r, i, d, atol, rtol);
+    tf_tensor_unref(d);
+  }
+  tt_free(r.feeds, n_inputs);
+  tf_session_free(r.s);
+  tf_graph_free(g);
+}
+
+void tt_grad_check_op(const char *op, tf_tensor *const *inputs, int n_inputs,
+                      bool as_list, const tf_attr_kv *attrs, int n_attrs,
+                      int out_index, const bool *check, double atol, double rtol) {
+  gc_op o = {op, as_list, attrs, n_attrs, out_index};
+  gc_label = op;
+  tt_grad_check(gc_build_op, &o, inputs, n_inputs, check, atol, rtol);
+  gc_label = "";
 }
 
 static void seed_from_env(void) {

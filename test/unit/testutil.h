@@ -112,4 +112,22 @@ void tt_free(tf_tensor **t, int n);
 int tt_numpy(const char *script, tf_tensor *const *in, int n_in,
              tf_tensor **out, int max_out);
 
+/* ---- gradient checks (issue 4) ---------------------------------------------
+ * Builds y = build(g, in, n_in, arg) on float64 Placeholders for inputs,
+ * loss = Sum(y * w) with w a fixed random tensor of y's shape, and checks
+ * tf_gradients(loss, in[i]) for every i with check[i] (check NULL: all)
+ * against central finite differences of the loss in float64 (step
+ * 1e-6 * max(1, |x|)). Fails the test, naming the input and flat element,
+ * when |analytic - numeric| > atol + rtol * |numeric|. Also fails when an
+ * input that should get a gradient gets none. */
+typedef tf_output (*tt_grad_build_fn)(tf_graph *g, const tf_output *in, int n_in,
+                                      void *arg);
+void tt_grad_check(tt_grad_build_fn build, void *arg, tf_tensor *const *inputs,
+                   int n_inputs, const bool *check, double atol, double rtol);
+/* The same for one op on the inputs (each its own argument, or all one list
+ * argument when as_list) with attrs; y is the op's output out_index. */
+void tt_grad_check_op(const char *op, tf_tensor *const *inputs, int n_inputs,
+                      bool as_list, const tf_attr_kv *attrs, int n_attrs,
+                      int out_index, const bool *check, double atol, double rtol);
+
 #endif

@@ -92,7 +92,7 @@ static tf_code shape_scatter(tf_shape_ctx *c) {
    .outputs = {"output_ref: Ref(T)"},                                          \
    .attrs = {t, "Tindices: {int32, int64}", "use_locking: bool = true"},       \
    .shape_fn = shape_scatter,                                                  \
-   .flags = TF_OP_STATEFUL,                                                    \
+   .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,                       \
    .doc = what " rows ref[indices[...]] by updates (under the variable's "    \
               "lock, whatever use_locking says); outputs the same ref."}
 
@@ -102,7 +102,7 @@ static const tf_op_spec state_ops[] = {
      .attrs = {"shape: shape", "dtype: type", "container: string = ''",
                "shared_name: string = ''"},
      .shape_fn = shape_variable,
-     .flags = TF_OP_STATEFUL | TF_OP_SOURCE,
+     .flags = TF_OP_STATEFUL | TF_OP_SOURCE | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "A variable in the session's container ('' = default) named "
             "shared_name or the node's name; outputs a ref to it."},
     {.name = "Assign",
@@ -110,7 +110,7 @@ static const tf_op_spec state_ops[] = {
      .outputs = {"output_ref: Ref(T)"},
      .attrs = {"T: type", "validate_shape: bool = true", LOCKING},
      .shape_fn = shape_assign,
-     .flags = TF_OP_STATEFUL,
+     .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "Sets ref to value (always under the variable's lock; "
             "use_locking is accepted for TF); outputs the same ref."},
     {.name = "AssignAdd",
@@ -118,7 +118,7 @@ static const tf_op_spec state_ops[] = {
      .outputs = {"output_ref: Ref(T)"},
      .attrs = {ARITH_T, LOCKING},
      .shape_fn = merge_ref_value,
-     .flags = TF_OP_STATEFUL,
+     .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "ref += value (always under the variable's lock; use_locking is "
             "accepted for TF); outputs the same ref."},
     {.name = "AssignSub",
@@ -126,7 +126,7 @@ static const tf_op_spec state_ops[] = {
      .outputs = {"output_ref: Ref(T)"},
      .attrs = {ARITH_T, LOCKING},
      .shape_fn = merge_ref_value,
-     .flags = TF_OP_STATEFUL,
+     .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "ref -= value (always under the variable's lock; use_locking is "
             "accepted for TF); outputs the same ref."},
     SCATTER("ScatterUpdate", "T: type", "Replaces (last duplicate wins)"),
