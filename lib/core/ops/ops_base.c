@@ -21,6 +21,27 @@ static tf_code shape_placeholder(tf_shape_ctx *ctx) {
   return TF_OK;
 }
 
+/* The default's shape must be compatible with attr shape; the output
+ * takes the attr's (usually less specific) shape. */
+static tf_code shape_placeholder_default(tf_shape_ctx *ctx) {
+  tf_shape want = tf_node_attr(ctx->node, "shape")->u.shape;
+  const tf_shape *in = &ctx->in[0];
+  if (want.rank >= 0 && in->rank >= 0) {
+    bool ok = want.rank == in->rank;
+    for (int d = 0; ok && d < want.rank; d++) {
+      ok = want.dims[d] < 0 || in->dims[d] < 0 || want.dims[d] == in->dims[d];
+    }
+    if (!ok) {
+      char a[128], b[128];
+      return tf_shape_error(ctx, "default of shape %s is not compatible with "
+                            "shape %s", tf_shape_str(in, a, sizeof a),
+                            tf_shape_str(&want, b, sizeof b));
+    }
+  }
+  ctx->out[0] = want;
+  return TF_OK;
+}
+
 static const tf_op_spec base_ops[] = {
     {.name = "Const",
      .outputs = {"output: dtype"},
@@ -34,6 +55,13 @@ static const tf_op_spec base_ops[] = {
      .shape_fn = shape_placeholder,
      .flags = TF_OP_SOURCE | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "A value that must be fed when the graph runs."},
+    {.name = "PlaceholderWithDefault",
+     .inputs = {"input: dtype"},
+     .outputs = {"output: dtype"},
+     .attrs = {"dtype: type", "shape: shape"},
+     .shape_fn = shape_placeholder_default,
+     .doc = "Its input unless fed; the output has the attr's shape, so it may "
+            "be fed with another batch size."},
     {.name = "Identity",
      .inputs = {"input: T"},
      .outputs = {"output: T"},

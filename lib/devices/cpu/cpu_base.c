@@ -35,6 +35,8 @@ static const tf_kernel_def base_kernels[] = {
      .compute = const_compute, .flags = TF_KERNEL_CHEAP},
     {.op = "Placeholder", .device_type = TF_DEVICE_CPU, .type_attr = "dtype",
      .compute = placeholder_compute, .flags = TF_KERNEL_CHEAP},
+    {.op = "PlaceholderWithDefault", .device_type = TF_DEVICE_CPU,
+     .type_attr = "dtype", .compute = identity_compute, .flags = TF_KERNEL_CHEAP},
     {.op = "Identity", .device_type = TF_DEVICE_CPU,
      .compute = identity_compute, .flags = TF_KERNEL_CHEAP},
     {.op = "NoOp", .device_type = TF_DEVICE_CPU, .compute = noop_compute,

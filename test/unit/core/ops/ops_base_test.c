@@ -4,6 +4,7 @@
 
 #include "lib/core/op_registry.h"
 #include "test/unit/testutil.h"
+#include "tf/session.h"
 
 START_TEST(test_base_specs) {
   const tf_op_def *c = tf_op_lookup("Const");
@@ -42,11 +43,47 @@ START_TEST(test_shapes_flow) {
 }
 END_TEST
 
+/* PlaceholderWithDefault: output takes the attr's shape; an incompatible
+ * default is rejected naming both shapes; feeding another batch size works
+ * and so does running on the default. */
+START_TEST(test_placeholder_with_default) {
+  tf_graph *g = tf_graph_new();
+  tf_node *c = tt_const(g, "c", tt_rand(TF_FLOAT32, tf_shape_of(2, 4, 3), -1, 1));
+  tf_attr_kv attrs[] = {{"shape", tf_attr_shape(tf_shape_of(2, -1, 3))}};
+  tf_output in = {c, 0};
+  tf_node *p = tt_node(g, "PlaceholderWithDefault", "p", &in, 1, attrs, 1);
+  const tf_shape *s = tf_node_output_shape(p, 0);
+  ck_assert_int_eq(s->rank, 2);
+  ck_assert_int_eq(s->dims[0], -1);
+  ck_assert_int_eq(s->dims[1], 3);
+  tf_status st;
+  tf_node_builder *b = tf_node_begin(g, "PlaceholderWithDefault", "bad");
+  tf_node_add_input(b, in);
+  tf_node_set_attr(b, "shape", tf_attr_shape(tf_shape_of(2, -1, 5)));
+  ck_assert_ptr_null(tf_node_finish(b, &st));
+  ck_assert_msg(strstr(st.msg, "[4,3]") && strstr(st.msg, "[?,5]"), "%s", st.msg);
+  tf_session *sess = tf_session_new(g, NULL, &st);
+  const char *fetch = "p";
+  tf_tensor *out = NULL;
+  ck_assert_int_eq(tf_session_run(sess, NULL, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL, &st), TF_OK);
+  ck_assert_int_eq(out->shape.dims[0], 4);
+  tf_tensor_unref(out);
+  tf_tensor *feed = tt_rand(TF_FLOAT32, tf_shape_of(2, 7, 3), -1, 1);
+  ck_assert_int_eq(tf_session_run(sess, NULL, &fetch, &feed, 1, &fetch, &out, 1, NULL, 0, NULL, &st), TF_OK);
+  ck_assert_ptr_eq(out, feed);
+  tf_tensor_unref(out);
+  tf_tensor_unref(feed);
+  tf_session_free(sess);
+  tf_graph_free(g);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("ops_base");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_base_specs);
   tcase_add_test(tc, test_shapes_flow);
+  tcase_add_test(tc, test_placeholder_with_default);
   suite_add_tcase(s, tc);
   return s;
 }
