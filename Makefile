@@ -38,6 +38,13 @@ CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-poin
 LDSAN   := -fsanitize=$(SANITIZE)
 endif
 LDLIBS  = $(PKG_LIBS) -lnng -lopenblas -lz -lm -lpthread
+# oneDNN (Debian libdnnl-dev), optional: convolutions use it when found
+# (cpu_conv_dnnl.c), im2col + OpenBLAS otherwise or with TF_DISABLE_DNNL=1.
+HAVE_DNNL := $(shell { [ -e /usr/include/dnnl.h ] || pkg-config --exists dnnl 2>/dev/null; } && echo yes)
+ifeq ($(HAVE_DNNL),yes)
+CFLAGS  += -DTF_HAVE_DNNL $(shell pkg-config --cflags dnnl 2>/dev/null)
+LDLIBS  += -ldnnl -lgomp
+endif
 
 LIB_SRCS  := $(shell find lib -name '*.c' -not -path 'lib/devices/cuda/*' | sort)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -61,7 +68,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check test-run bench-matmul bench-executor docs clean info demo fuzz
+.PHONY: all deps check test-run bench-matmul bench-executor bench-train docs clean info demo fuzz
 all: info $(STATIC) $(SHARED) $(CMD_BINS)
 
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -69,6 +76,8 @@ HAVE_VERBS := $(shell [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 info:
 	@echo "tf build ($(BUILD)):"
 	@echo "  ✓ CPU device: OpenBLAS GEMM, intra-op thread pool"
+	@if [ -n "$(HAVE_DNNL)" ]; then echo "  ✓ oneDNN: float32 convolutions (TF_DISABLE_DNNL=1 falls back to im2col + OpenBLAS)"; \
+	 else echo "  ✗ oneDNN: libdnnl-dev not installed (convolutions use im2col + OpenBLAS)"; fi
 	@if [ -n "$(NVCC)" ]; then echo "  ✗ CUDA device: nvcc found at $(NVCC), but lib/devices/cuda has no sources yet (GPU issue)"; \
 	 else echo "  ✗ CUDA device: nvcc not found"; fi
 	@if [ -n "$(HAVE_VERBS)" ]; then echo "  ✗ RDMA verbs: libibverbs found, transport not built yet (cluster issues)"; \
@@ -117,6 +126,23 @@ $(BUILD)/bench/%: bench/%.c $(STATIC)
 bench-matmul: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_matmul
 	@$(BUILD)/bench/bench_matmul
+
+# Examples: examples/<name>/<name>.c, one program each.
+$(BUILD)/examples/%: examples/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LINK_TF) $(LDLIBS)
+
+FASHION := $(BUILD)/examples/fashion_mnist/fashion_mnist
+
+# demo: the README's first command: trains the Fashion-MNIST MLP in-process.
+demo: deps
+	@$(MAKE) --no-print-directory $(FASHION)
+	@$(FASHION) --model mlp
+
+bench-train: deps
+	@INSTALL_EXTRAS=1 scripts/install-deps.sh
+	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_train
+	@$(BUILD)/bench/bench_train
 
 bench-executor: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_executor

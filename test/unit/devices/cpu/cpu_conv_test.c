@@ -212,6 +212,10 @@ START_TEST(test_conv_shapes) {
       /* more than one 512-row chunk of output pixels: 1800 and 1530 */
       {2, 30, 30, 5, 3, 3, 7, 1, 1, 1, 1, "SAME", {0}},
       {3, 21, 35, 2, 4, 2, 3, 1, 1, 2, 1, "VALID", {0}},
+      /* small K * Cout: parts of output pixels on the pool, each with
+       * 327-row chunks whose bounds fall inside images */
+      {3, 15, 15, 4, 5, 5, 8, 1, 1, 1, 1, "SAME", {0}},
+      {5, 13, 11, 1, 5, 5, 16, 2, 1, 1, 1, "SAME", {0}},
       /* dilation 2, with and without strides */
       {2, 11, 9, 3, 3, 3, 4, 1, 1, 2, 2, "SAME", {0}},
       {2, 11, 9, 3, 3, 2, 4, 2, 3, 2, 2, "VALID", {0}},
