@@ -29,7 +29,7 @@
 #include "tf/graph.h"
 #include "tf/status.h"
 
-#define TF_OP_MAX_ARGS 8
+#define TF_OP_MAX_ARGS 12
 #define TF_OP_MAX_ATTRS 16
 #define TF_OP_MAX_ALLOWED 16
 
