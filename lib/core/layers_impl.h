@@ -1,0 +1,61 @@
+/* layers_impl.h: internals shared by the layers builders (layers.c: the
+ * context, variables and initializers; layers_nn.c: the layers;
+ * layers_loss.c: losses and metrics). Not part of the public API. */
+#ifndef TF_CORE_LAYERS_IMPL_H
+#define TF_CORE_LAYERS_IMPL_H
+
+#include "tf/attr.h"
+#include "tf/layers.h"
+
+struct tf_layers {
+  tf_graph *g;
+  int64_t seed;      /* graph-level seed; 0 = none */
+  int64_t op_count;  /* op seeds handed out so far */
+  tf_layer_var *vars;
+  int n_vars, cap_vars;
+};
+
+/* The (seed, seed2) attrs of a random op with op seed op_seed, as TF1's
+ * get_seed: graph seed and op seed (the next counter value when op_seed is
+ * 0); with no graph seed an explicit op seed pairs with TF's default graph
+ * seed, and neither leaves both 0 (unseeded). */
+void tf__layers_seeds(tf_layers *l, int64_t op_seed, int64_t *seed,
+                      int64_t *seed2);
+
+/* Builds op on data inputs in[0..n_in) with attrs, named name (NULL: the
+ * op's name made unique) in the current scope, and returns output 0. When
+ * st already holds an error, or the node fails, returns {NULL, 0} (with
+ * the error in st), so a builder may chain calls and check st once. */
+tf_output tf__layers_op(tf_layers *l, const char *op, const char *name,
+                        const tf_output *in, int n_in, const tf_attr_kv *attrs,
+                        int n_attrs, tf_status *st);
+/* Const scalar of dtype dt (float32, float64, int32 or int64; others give
+ * INVALID_ARGUMENT) holding v, chained as tf__layers_op. */
+tf_output tf__layers_scalar(tf_layers *l, tf_dtype dt, double v,
+                            tf_status *st);
+/* Const int32 vector v[0..n), chained as tf__layers_op. */
+tf_output tf__layers_ivec(tf_layers *l, const int32_t *v, int n,
+                          tf_status *st);
+
+/* A name for a new node "base", "base_1", ... unique under the current
+ * scope, relative to the scope (what tf_node_begin takes); written to buf. */
+const char *tf__layers_unique(tf_layers *l, const char *base, char *buf,
+                              size_t size);
+
+/* INVALID_ARGUMENT "<what>: ..." unless init (NULL: zeros) is a known kind
+ * that can make dtype dt with finite parameters (stddev >= 0). */
+tf_code tf__layers_check_init(const char *what, const tf_initializer *init,
+                              tf_dtype dt, tf_status *st);
+/* tf_layers_variable chained as tf__layers_op: returns the ref output, or
+ * {NULL, 0} with the error in st (an error already in st: nothing done). */
+tf_output tf__layers_var(tf_layers *l, const char *name, tf_shape shape,
+                         tf_dtype dt, const tf_initializer *init,
+                         bool trainable, tf_status *st);
+
+/* Whether dt is float32 or float64, the dtypes the layers compute in. */
+bool tf__layers_float(tf_dtype dt);
+/* INVALID_ARGUMENT "<what>: x must be float32 or float64, got <dt>" unless
+ * x's dtype is; TF_OK otherwise. */
+tf_code tf__layers_check_float(const char *what, tf_output x, tf_status *st);
+
+#endif
