@@ -7,10 +7,14 @@
 #include "tf/control_flow.h"
 #include "tf/dtype.h"
 #include "tf/eager.h"
+#include "tf/gradients.h"
 #include "tf/graph.h"
+#include "tf/input.h"
+#include "tf/layers.h"
 #include "tf/serialize.h"
 #include "tf/session.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
+#include "tf/train.h"
 
 #endif
