@@ -339,3 +339,11 @@ tf_code tf__strided_slice_spec(const tf_shape *in, const int64_t *begin,
   }
   return TF_OK;
 }
+
+tf_code tf__slice_masks_read(const tf_node *n, tf__slice_masks *m, tf_status *st) {
+  TF_TRY(tf_node_attr_get_int(n, "begin_mask", &m->begin, st));
+  TF_TRY(tf_node_attr_get_int(n, "end_mask", &m->end, st));
+  TF_TRY(tf_node_attr_get_int(n, "ellipsis_mask", &m->ellipsis, st));
+  TF_TRY(tf_node_attr_get_int(n, "new_axis_mask", &m->new_axis, st));
+  return tf_node_attr_get_int(n, "shrink_axis_mask", &m->shrink_axis, st);
+}

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "tf/status.h"
+#include "tf/graph.h"
 #include "tf/tensor.h"
 
 /* Reads the reduction axes in an int32/int64 tensor of rank 0 or 1 against
@@ -48,6 +49,9 @@ typedef struct tf__slice_spec {
 typedef struct tf__slice_masks {
   int64_t begin, end, ellipsis, new_axis, shrink_axis;
 } tf__slice_masks;
+
+/* Reads the five *_mask attrs of a StridedSlice-like node. */
+tf_code tf__slice_masks_read(const tf_node *n, tf__slice_masks *m, tf_status *st);
 
 /* Computes the spec for an input of shape in (rank known; dims may be -1)
  * and n-element begin/end/strides (begin/end NULL when not known at graph

@@ -10,13 +10,7 @@
 #include "lib/core/util.h"
 
 static tf_code masks_of(tf_shape_ctx *ctx, tf__slice_masks *m) {
-  const tf_node *n = ctx->node;
-  tf_status *s = ctx->status;
-  TF_TRY(tf_node_attr_get_int(n, "begin_mask", &m->begin, s));
-  TF_TRY(tf_node_attr_get_int(n, "end_mask", &m->end, s));
-  TF_TRY(tf_node_attr_get_int(n, "ellipsis_mask", &m->ellipsis, s));
-  TF_TRY(tf_node_attr_get_int(n, "new_axis_mask", &m->new_axis, s));
-  return tf_node_attr_get_int(n, "shrink_axis_mask", &m->shrink_axis, s);
+  return tf__slice_masks_read(ctx->node, m, ctx->status);
 }
 
 /* dy's known shape must match the slice's: INVALID_ARGUMENT otherwise. */

@@ -85,15 +85,7 @@ typedef struct strided_state {
 static tf_code strided_init(const tf_node *node, void **state,
                             tf_status *st) {
   strided_state *s = tf__xcalloc(1, sizeof *s);
-  tf__slice_masks *m = &s->masks;
-  if (tf_node_attr_get_int(node, "begin_mask", &m->begin, st) != TF_OK ||
-      tf_node_attr_get_int(node, "end_mask", &m->end, st) != TF_OK ||
-      tf_node_attr_get_int(node, "ellipsis_mask", &m->ellipsis, st) !=
-          TF_OK ||
-      tf_node_attr_get_int(node, "new_axis_mask", &m->new_axis, st) !=
-          TF_OK ||
-      tf_node_attr_get_int(node, "shrink_axis_mask", &m->shrink_axis, st) !=
-          TF_OK) {
+  if (tf__slice_masks_read(node, &s->masks, st) != TF_OK) {
     free(s);
     return st->code;
   }
