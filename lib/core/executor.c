@@ -140,6 +140,7 @@ static uint32_t op_flags(const tf_node *n, const tf_kernel_def *k) {
   if (k->flags & TF_KERNEL_CHEAP) f |= IT_CHEAP;
   if (k->compute_async != NULL && k->compute == NULL) f |= IT_ASYNC;
   if (n->op->flags & TF_OP_CONTROL_FLOW) f |= IT_CTRL_FLOW | IT_CHEAP;
+  if (n->op->flags & TF_OP_DEAD_AWARE) f |= IT_DEAD_AWARE;
   if (is_op(n, "Merge")) f |= IT_MERGE;
   if (is_op(n, "Enter")) {
     bool c = false;
@@ -299,7 +300,7 @@ tf_code tf_executor_new(const tf_graph *g, const tf_executor_opts *opts,
   number_frames(e);
   e->simple = e->n_frames == 1;
   for (int i = 0; i < e->n_items; i++) {
-    if (e->items[i].flags & IT_CTRL_FLOW) e->simple = false;
+    if (e->items[i].flags & (IT_CTRL_FLOW | IT_DEAD_AWARE)) e->simple = false;
   }
   *out = e;
   return TF_OK;

@@ -17,6 +17,8 @@ enum {
   IT_REF_IN = 1u << 8,     /* some input is declared Ref(T) */
   IT_DEREF = 1u << 9,      /* some plain input is fed by a ref edge */
   IT_REF_OUT = 1u << 10,   /* some output is declared Ref(T) */
+  IT_DEAD_AWARE = 1u << 11,/* TF_OP_DEAD_AWARE: runs when dead, may leave
+                            * outputs unset (_Send, _Recv) */
 };
 
 /* An out edge: dst_slot is the consumer's input index, -1 for control. */
@@ -68,8 +70,8 @@ struct tf_executor {
   int32_t *roots;        /* root-frame items with nothing pending */
   int n_roots;
   int max_outputs;
-  /* No control-flow ops and one frame: nothing can be dead, so pending
-   * counts are atomics and steps take no lock per node. */
+  /* No control-flow or dead-aware ops and one frame: nothing can be
+   * dead, so pending counts are atomics and steps take no lock per node. */
   bool simple;
 };
 

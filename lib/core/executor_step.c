@@ -162,9 +162,11 @@ static void complete_node(exec_step *s, const tagged *t, tf_tensor **ot,
   }
 }
 
-/* Reads the ref edges that feed plain inputs into tmp. */
-static tf_code deref_inputs(exec_step *s, const exec_item *it, iter_state *is,
+/* Reads the ref edges that feed plain inputs into tmp (a dead input of a
+ * dead-aware node stays NULL). */
+static tf_code deref_inputs(exec_step *s, const exec_item *it, const tagged *t,
                             tf_tensor **tmp, tf_status *st) {
+  iter_state *is = t->is;
   const uint8_t *kinds = s->e->in_kinds + it->kinds_start;
   for (int i = 0; i < it->n_inputs; i++) {
     tmp[i] = kinds[i] == IN_DEREF ? NULL : is->in[it->input_start + i];
@@ -172,6 +174,7 @@ static tf_code deref_inputs(exec_step *s, const exec_item *it, iter_state *is,
   for (int i = 0; i < it->n_inputs; i++) {
     if (kinds[i] != IN_DEREF) continue;
     tf_resource *r = is->refs[it->input_start + i];
+    if (r == NULL && t->dead) continue;
     if (r == NULL || r->type->read == NULL) {
       return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' (%s): input %d "
                            "is a %s, which has no value to read",
@@ -210,7 +213,9 @@ static void release_inputs(exec_step *s, const exec_item *it, iter_state *is,
 /* Checks a finished kernel's status and outputs. */
 static tf_code check_outputs(const exec_item *it, tf_kernel_ctx *ctx,
                              tf_status *st) {
-  if (st->code != TF_OK || (it->flags & IT_CTRL_FLOW)) return st->code;
+  if (st->code != TF_OK || (it->flags & (IT_CTRL_FLOW | IT_DEAD_AWARE))) {
+    return st->code;
+  }
   for (int i = 0; i < it->n_outputs; i++) {
     if (ctx->outputs[i] == NULL && (ctx->out_refs == NULL || ctx->out_refs[i] == NULL)) {
       return tf_kernel_error(ctx, TF_INTERNAL, "kernel did not set output %d", i);
@@ -229,7 +234,7 @@ static void init_ctx(exec_step *s, const exec_item *it, const tagged *t,
       .n_outputs = it->n_outputs, .outputs = ot, .status = st, .step = s->ctx,
       .in_refs = (it->flags & IT_REF_IN) ? t->is->refs + it->input_start : NULL,
       .out_refs = (it->flags & IT_REF_OUT) ? orr : NULL,
-      .frame_id = t->frame->id, .iter = t->is->iter};
+      .frame_id = t->frame->id, .iter = t->is->iter, .is_dead = t->dead};
 }
 
 /* ---- asynchronous kernels ------------------------------------------------ */
@@ -302,7 +307,7 @@ static void launch_async(exec_step *s, const exec_item *it, const tagged *t,
     inputs = a->tmp;
   }
   init_ctx(s, it, t, &a->ctx, inputs, a->ot, a->orr, &a->st);
-  if (a->tmp != NULL && deref_inputs(s, it, t->is, a->tmp, &a->st) != TF_OK) {
+  if (a->tmp != NULL && deref_inputs(s, it, t, a->tmp, &a->st) != TF_OK) {
     async_done(a);
   } else {
     it->k->compute_async(&a->ctx, async_done, a);
@@ -327,7 +332,8 @@ static void run_node(exec_step *s, const tagged *t, ready_list *stack,
     for (int i = 0; i < it->n_outputs; i++) ot[i] = NULL, orr[i] = NULL;
   }
   int64_t t0 = 0;
-  if (!t->dead && !aborted(s)) {
+  /* Dead nodes skip their kernel, except dead-aware ones (_Send). */
+  if ((!t->dead || (it->flags & IT_DEAD_AWARE)) && !aborted(s)) {
     if (it->flags & IT_ASYNC) {
       launch_async(s, it, t, stack);
       goto out;
@@ -343,7 +349,7 @@ static void run_node(exec_step *s, const tagged *t, ready_list *stack,
     }
     tf_kernel_ctx ctx;
     init_ctx(s, it, t, &ctx, inputs, ot, orr, &st);
-    if (tmp == NULL || deref_inputs(s, it, t->is, tmp, &st) == TF_OK) {
+    if (tmp == NULL || deref_inputs(s, it, t, tmp, &st) == TF_OK) {
       it->k->compute(&ctx);
       check_outputs(it, &ctx, &st);
     }

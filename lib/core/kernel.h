@@ -60,6 +60,9 @@ typedef struct tf_kernel_ctx {
   tf_resource **out_refs;
   uint64_t frame_id;        /* 0 for the root frame */
   int64_t iter;             /* iteration within the frame */
+  /* Only for TF_OP_DEAD_AWARE ops (_Send): some input is dead (dead inputs
+   * are NULL). Such ops may leave outputs unset, making them dead. */
+  bool is_dead;
 } tf_kernel_ctx;
 
 enum {

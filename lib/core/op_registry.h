@@ -42,6 +42,10 @@ enum {
   /* Its output edges are loop back edges (NextIteration): cycles through
    * such a node are allowed, and graph import orders nodes without them. */
   TF_OP_BACK_EDGE = 1u << 5,
+  /* Runs even when an input is dead (tf_kernel_ctx.is_dead tells it; dead
+   * inputs are NULL) and may leave outputs unset, which makes them dead:
+   * _Send carries deadness to another device, _Recv restores it. */
+  TF_OP_DEAD_AWARE = 1u << 6,
 };
 
 /* Shape inference context. Output shapes start unknown; a shape function
