@@ -1,0 +1,584 @@
+/* cluster_spec.c: reads the cluster spec YAML (schema: cluster_spec.h)
+ * with libyaml's document loader, checks every field against its type and
+ * range, and fills a tf_cluster_spec with the defaults for what is left
+ * out. Every error names file:line:column of the offending node, the
+ * field's path ("jobs.worker[1]", "timeouts.rpc_ms") and what was
+ * expected. Addresses are checked by cluster_spec_addr.c. */
+#include "lib/runtime/cluster_spec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "lib/core/serialize_util.h"
+#include "lib/core/util.h"
+#include "lib/runtime/cluster_spec_addr.h"
+#include "lib/runtime/log.h"
+
+#define MS_MAX 2147483647LL /* timeouts fit an int32 (NNG durations) */
+#define THREADS_MAX 1024
+#define MESSAGE_MB_MAX 1048576LL
+
+typedef struct ctx {
+  yaml_document_t *doc;
+  const char *file;
+  tf_status *st;
+  tf_cluster_spec *s;
+} ctx;
+
+__attribute__((format(printf, 4, 5))) static tf_code
+err(ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...) {
+  char msg[640];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return tf_status_set(c->st, TF_INVALID_ARGUMENT, "%s:%zu:%zu: %s%s%s",
+                       c->file, n->start_mark.line + 1,
+                       n->start_mark.column + 1, field ? field : "",
+                       field ? ": " : "", msg);
+}
+
+static yaml_node_t *node_at(ctx *c, int index) {
+  return yaml_document_get_node(c->doc, index);
+}
+
+static bool is_null(const yaml_node_t *n) {
+  if (n->type != YAML_SCALAR_NODE ||
+      n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+    return false;
+  }
+  const char *v = (const char *)n->data.scalar.value;
+  return n->data.scalar.length == 0 || strcmp(v, "~") == 0 ||
+         strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
+         strcmp(v, "NULL") == 0;
+}
+
+/* How n reads in "got ..." messages: 'text' (clipped, non-printing
+ * characters as '?'), "nothing", "a sequence" or "a mapping". */
+static const char *shown(const yaml_node_t *n, char buf[80]) {
+  if (n->type == YAML_SEQUENCE_NODE) {
+    return "a sequence";
+  }
+  if (n->type == YAML_MAPPING_NODE) {
+    return "a mapping";
+  }
+  if (is_null(n)) {
+    return "nothing";
+  }
+  size_t len = n->data.scalar.length, k = 0;
+  buf[k++] = '\'';
+  for (size_t i = 0; i < len && i < 60; i++) {
+    unsigned char ch = n->data.scalar.value[i];
+    buf[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+  }
+  if (len > 60) {
+    memcpy(buf + k, "...", 3);
+    k += 3;
+  }
+  buf[k++] = '\'';
+  buf[k] = '\0';
+  return buf;
+}
+
+/* A scalar's text, which must hold no NUL character. */
+static tf_code text_of(ctx *c, const yaml_node_t *n, const char *field,
+                       const char *expected, const char **out) {
+  char b[80];
+  if (n->type != YAML_SCALAR_NODE || is_null(n)) {
+    return err(c, n, field, "expected %s, got %s", expected, shown(n, b));
+  }
+  const char *v = (const char *)n->data.scalar.value;
+  if (strlen(v) != n->data.scalar.length) {
+    return err(c, n, field, "expected %s, got text with a NUL character",
+               expected);
+  }
+  *out = v;
+  return TF_OK;
+}
+
+/* A decimal integer in lo..hi. */
+static tf_code int_of(ctx *c, const yaml_node_t *n, const char *field,
+                      long long lo, long long hi, const char *unit,
+                      int64_t *out) {
+  char b[80];
+  const char *v = NULL;
+  bool ok = n->type == YAML_SCALAR_NODE && !is_null(n);
+  if (ok) {
+    v = (const char *)n->data.scalar.value;
+    const char *d = v + (v[0] == '-' || v[0] == '+');
+    ok = *d != '\0' && strspn(d, "0123456789") == strlen(d) &&
+         strlen(d) <= 18;
+  }
+  long long x = ok ? strtoll(v, NULL, 10) : 0;
+  if (!ok || x < lo || x > hi) {
+    return err(c, n, field, "expected an integer in %lld..%lld%s, got %s", lo,
+               hi, unit, shown(n, b));
+  }
+  *out = x;
+  return TF_OK;
+}
+
+/* Picks the values of the named keys out of mapping m (null: all absent).
+ * where names the mapping in errors ("'timeouts'", "the top level"). */
+static tf_code fields(ctx *c, const yaml_node_t *m, const char *field,
+                      const char *where, const char *const *names, int count,
+                      yaml_node_t **out) {
+  char b[80];
+  for (int k = 0; k < count; k++) {
+    out[k] = NULL;
+  }
+  if (is_null(m)) {
+    return TF_OK;
+  }
+  if (m->type != YAML_MAPPING_NODE) {
+    return err(c, m, field, "expected a mapping, got %s", shown(m, b));
+  }
+  for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
+       p < m->data.mapping.pairs.top; p++) {
+    yaml_node_t *key = node_at(c, p->key);
+    const char *name = "";
+    TF_TRY(text_of(c, key, field, "a key name", &name));
+    int k = 0;
+    while (k < count && strcmp(names[k], name) != 0) {
+      k++;
+    }
+    if (k == count) {
+      char list[256] = "";
+      for (int i = 0; i < count; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", names[i]);
+      }
+      return err(c, key, NULL, "unknown key %s in %s (expected %s)",
+                 shown(key, b), where, list);
+    }
+    if (out[k] != NULL) {
+      return err(c, key, NULL, "key '%s' appears twice in %s", name, where);
+    }
+    out[k] = node_at(c, p->value);
+  }
+  return TF_OK;
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+static tf_code job_name(ctx *c, const yaml_node_t *key, const char **out) {
+  TF_TRY(text_of(c, key, "jobs", "a job name", out));
+  size_t n = strlen(*out);
+  if (n == 0 || n > 63 ||
+      strspn(*out, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789_-") != n) {
+    return err(c, key, "jobs",
+               "job name '%.80s' must be 1..63 characters of [A-Za-z0-9_-]",
+               *out);
+  }
+  for (int j = 0; j < c->s->n_jobs; j++) {
+    if (strcmp(c->s->jobs[j].name, *out) == 0) {
+      return err(c, key, "jobs", "job '%s' appears twice", *out);
+    }
+  }
+  return TF_OK;
+}
+
+/* Checks one address and that no earlier task has it. */
+static tf_code task_addr(ctx *c, const yaml_node_t *n, const char *field,
+                         const char **out) {
+  const char *transport = c->s->transport;
+  TF_TRY(text_of(c, n, field, tf__cluster_addr_expected(transport), out));
+  char why[256];
+  if (!tf__cluster_addr_check(transport, *out, why, sizeof why)) {
+    return err(c, n, field, "%s", why);
+  }
+  for (int j = 0; j < c->s->n_jobs; j++) {
+    const tf_cluster_job *job = &c->s->jobs[j];
+    for (int t = 0; t < job->n_tasks; t++) {
+      if (strcmp(job->addrs[t], *out) == 0) {
+        return err(c, n, field, "address '%.80s' is already used by "
+                   "/job:%s/task:%d", *out, job->name, t);
+      }
+    }
+  }
+  return TF_OK;
+}
+
+/* A job's tasks: a sequence of addresses, or one address as a scalar. */
+static tf_code job_tasks(ctx *c, const char *name, const yaml_node_t *v) {
+  char field[96], b[80];
+  tf_cluster_job *job = &c->s->jobs[c->s->n_jobs];
+  snprintf(field, sizeof field, "jobs.%s", name);
+  int n = v->type == YAML_SEQUENCE_NODE
+              ? (int)(v->data.sequence.items.top - v->data.sequence.items.start)
+              : 1;
+  if (is_null(v) || n == 0) {
+    return err(c, v, field, "a job needs at least one task, got none");
+  }
+  if (v->type == YAML_MAPPING_NODE) {
+    return err(c, v, field, "expected a list of task addresses, got %s",
+               shown(v, b));
+  }
+  bool scalar = v->type == YAML_SCALAR_NODE;
+  job->name = tf__xstrdup(name);
+  job->addrs = tf__xcalloc((size_t)n, sizeof *job->addrs);
+  c->s->n_jobs++; /* owned from here on, even if a task is bad */
+  for (int t = 0; t < n; t++) {
+    const yaml_node_t *a =
+        scalar ? v : node_at(c, v->data.sequence.items.start[t]);
+    const char *addr = "";
+    snprintf(field, sizeof field, "jobs.%s[%d]", name, t);
+    TF_TRY(task_addr(c, a, field, &addr));
+    job->addrs[t] = tf__xstrdup(addr);
+    job->n_tasks = t + 1;
+  }
+  return TF_OK;
+}
+
+static tf_code parse_jobs(ctx *c, const yaml_node_t *root,
+                          const yaml_node_t *v) {
+  char b[80];
+  if (v == NULL) {
+    return err(c, root, NULL, "missing key 'jobs' (expected a mapping of job "
+               "names to task addresses, with one 'master' task)");
+  }
+  if (v->type != YAML_MAPPING_NODE) {
+    return err(c, v, "jobs", "expected a mapping of job names to task "
+               "addresses, got %s", shown(v, b));
+  }
+  size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+  c->s->jobs = tf__xcalloc(n ? n : 1, sizeof *c->s->jobs);
+  const yaml_node_t *master = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const yaml_node_pair_t *p = &v->data.mapping.pairs.start[i];
+    const char *name = "";
+    TF_TRY(job_name(c, node_at(c, p->key), &name));
+    const yaml_node_t *tasks = node_at(c, p->value);
+    TF_TRY(job_tasks(c, name, tasks));
+    master = strcmp(name, "master") == 0 ? tasks : master;
+  }
+  if (master == NULL) {
+    return err(c, v, "jobs", "no 'master' job (expected exactly one master "
+               "task, e.g. master: [127.0.0.1:7070])");
+  }
+  const tf_cluster_job *mj = tf_cluster_spec_job(c->s, "master");
+  if (mj->n_tasks != 1) {
+    return err(c, master, "jobs.master",
+               "expected exactly one master task, got %d", mj->n_tasks);
+  }
+  return TF_OK;
+}
+
+/* ---- the other sections -------------------------------------------------- */
+
+static tf_code parse_timeouts(ctx *c, const yaml_node_t *v) {
+  static const char *const names[] = {
+      "rpc_ms",        "registration_ms", "step_ms", "heartbeat_ms",
+      "down_after_ms", "step_ttl_ms",     "drain_ms"};
+  /* rpc, heartbeat and down_after need time to pass; the rest may be 0. */
+  static const long long lows[] = {1, 0, 0, 1, 1, 0, 0};
+  tf_cluster_spec *s = c->s;
+  int64_t *dst[] = {&s->rpc_timeout_ms, &s->registration_timeout_ms,
+                    &s->step_timeout_ms, &s->heartbeat_ms,
+                    &s->down_after_ms,  &s->step_ttl_ms,
+                    &s->drain_ms};
+  yaml_node_t *f[7];
+  TF_TRY(fields(c, v, "timeouts", "'timeouts'", names, 7, f));
+  for (int k = 0; k < 7; k++) {
+    char field[64];
+    snprintf(field, sizeof field, "timeouts.%s", names[k]);
+    if (f[k] != NULL) {
+      TF_TRY(int_of(c, f[k], field, lows[k], MS_MAX, " (milliseconds)",
+                    dst[k]));
+    }
+  }
+  return TF_OK;
+}
+
+static tf_code parse_threads(ctx *c, const yaml_node_t *v) {
+  static const char *const names[] = {"inter_op", "rpc"};
+  yaml_node_t *f[2];
+  int64_t x;
+  TF_TRY(fields(c, v, "threads", "'threads'", names, 2, f));
+  if (f[0] != NULL) {
+    TF_TRY(int_of(c, f[0], "threads.inter_op", 0, THREADS_MAX,
+                  " (0: number of CPUs)", &x));
+    c->s->inter_op_threads = (int)x;
+  }
+  if (f[1] != NULL) {
+    TF_TRY(int_of(c, f[1], "threads.rpc", 1, THREADS_MAX, "", &x));
+    c->s->rpc_threads = (int)x;
+  }
+  return TF_OK;
+}
+
+/* A string-valued key: cluster, transport, checkpoint_dir, run_dir,
+ * log_level. */
+static tf_code parse_string(ctx *c, int k, const yaml_node_t *v) {
+  static const char *const keys[] = {"cluster", "transport", "checkpoint_dir",
+                                     "run_dir", "log_level"};
+  static const char *const expected[] = {
+      "a cluster name", "a transport (tcp, ipc, inproc or tls+tcp)",
+      "a directory", "a directory", "a log level (err, warning, notice, "
+      "info or debug)"};
+  tf_cluster_spec *s = c->s;
+  const char *t = "";
+  if (k == 2 && is_null(v)) {
+    return TF_OK; /* checkpoint_dir: nothing is the same as unset */
+  }
+  TF_TRY(text_of(c, v, keys[k], expected[k], &t));
+  size_t n = strlen(t);
+  if (k == 0) {
+    if (n == 0 || n > 63 ||
+        strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789_.-") != n) {
+      return err(c, v, keys[k], "cluster name '%.80s' must be 1..63 "
+                 "characters of [A-Za-z0-9_.-]", t);
+    }
+    free(s->name);
+    s->name = tf__xstrdup(t);
+  } else if (k == 1) {
+    if (!tf__cluster_transport_known(t)) {
+      return err(c, v, keys[k], "unknown transport '%.60s' (expected tcp, "
+                 "ipc, inproc or tls+tcp)", t);
+    }
+    free(s->transport);
+    s->transport = tf__xstrdup(t);
+  } else if (k == 4) {
+    s->log_level = tf_log_parse_level(t);
+    if (s->log_level < 0) {
+      return err(c, v, keys[k], "unknown log level '%.60s' (expected err, "
+                 "warning, notice, info or debug)", t);
+    }
+  } else if (n == 0) {
+    return err(c, v, keys[k], "expected a directory, got ''");
+  } else {
+    char **dst = k == 2 ? &s->checkpoint_dir : &s->run_dir;
+    *dst = tf__xstrdup(t);
+  }
+  return TF_OK;
+}
+
+static void set_defaults(tf_cluster_spec *s) {
+  s->name = tf__xstrdup("tf");
+  s->transport = tf__xstrdup("tcp");
+  s->rpc_timeout_ms = 10000;
+  s->registration_timeout_ms = 10000;
+  s->step_timeout_ms = 0;
+  s->heartbeat_ms = 500;
+  s->down_after_ms = 3000;
+  s->step_ttl_ms = 60000;
+  s->drain_ms = 10000;
+  s->max_message_bytes = 0;
+  s->inter_op_threads = 0;
+  s->rpc_threads = 16;
+  s->log_level = LOG_INFO;
+}
+
+/* Interprets the document's root mapping into c->s. */
+static tf_code parse_root(ctx *c, const yaml_node_t *root) {
+  static const char *const names[] = {
+      "cluster",  "transport", "checkpoint_dir", "run_dir", "log_level",
+      "jobs",     "timeouts",  "threads",        "max_message_mb"};
+  char b[80];
+  if (root->type != YAML_MAPPING_NODE) {
+    return err(c, root, NULL, "expected a mapping with 'jobs' at the top "
+               "level, got %s", shown(root, b));
+  }
+  yaml_node_t *f[9];
+  TF_TRY(fields(c, root, NULL, "the top level", names, 9, f));
+  for (int k = 0; k < 5; k++) { /* transport first: jobs need it */
+    if (f[k] != NULL) {
+      TF_TRY(parse_string(c, k, f[k]));
+    }
+  }
+  TF_TRY(parse_jobs(c, root, f[5]));
+  if (f[6] != NULL) {
+    TF_TRY(parse_timeouts(c, f[6]));
+  }
+  if (f[7] != NULL) {
+    TF_TRY(parse_threads(c, f[7]));
+  }
+  if (f[8] != NULL) {
+    int64_t mb;
+    TF_TRY(int_of(c, f[8], "max_message_mb", 0, MESSAGE_MB_MAX, " (0: no "
+                  "limit)", &mb));
+    c->s->max_message_bytes = mb << 20;
+  }
+  if (c->s->run_dir == NULL) {
+    c->s->run_dir = tf__xasprintf("run/%s", c->s->name);
+  }
+  return TF_OK;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+/* The 1-based line and column of byte offset off (columns count UTF-8
+ * characters), for libyaml's reader errors, which carry an offset only. */
+static void offset_position(const char *text, size_t len, size_t off,
+                            size_t *line, size_t *col) {
+  *line = 1;
+  *col = 1;
+  for (size_t i = 0; i < off && i < len; i++) {
+    unsigned char ch = (unsigned char)text[i];
+    if (ch == '\n') {
+      (*line)++;
+      *col = 1;
+    } else if ((ch & 0xc0) != 0x80) {
+      (*col)++;
+    }
+  }
+}
+
+/* The parser's error: "file:L:C: <libyaml's problem> (<context>)". */
+static tf_code syntax_error(const yaml_parser_t *p, const char *file,
+                            const char *text, size_t len, tf_status *st) {
+  size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
+  if (p->error == YAML_READER_ERROR) {
+    offset_position(text, len, p->problem_offset, &line, &col);
+  }
+  return tf_status_set(
+      st, p->error == YAML_MEMORY_ERROR ? TF_RESOURCE_EXHAUSTED
+                                        : TF_INVALID_ARGUMENT,
+      "%s:%zu:%zu: YAML syntax error: %s%s%s%s", file, line, col,
+      p->problem ? p->problem : "cannot parse", p->context ? " (" : "",
+      p->context ? p->context : "", p->context ? ")" : "");
+}
+
+/* Loads the one document of text into doc; a second one is an error. */
+static tf_code load_document(const char *text, size_t len, const char *file,
+                             yaml_document_t *doc, tf_status *st) {
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) {
+    return tf_status_set(st, TF_RESOURCE_EXHAUSTED, "%s: cannot start the "
+                         "YAML parser", file);
+  }
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  tf_code code = TF_OK;
+  if (!yaml_parser_load(&parser, doc)) {
+    code = syntax_error(&parser, file, text, len, st);
+    yaml_parser_delete(&parser);
+    return code;
+  }
+  yaml_document_t next;
+  if (!yaml_parser_load(&parser, &next)) {
+    code = syntax_error(&parser, file, text, len, st);
+  } else {
+    if (yaml_document_get_root_node(&next) != NULL) {
+      code = tf_status_set(st, TF_INVALID_ARGUMENT, "%s:%zu:%zu: a second "
+                           "YAML document (expected one)", file,
+                           next.start_mark.line + 1,
+                           next.start_mark.column + 1);
+    }
+    yaml_document_delete(&next);
+  }
+  yaml_parser_delete(&parser);
+  if (code != TF_OK) {
+    yaml_document_delete(doc);
+  }
+  return code;
+}
+
+tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
+                              tf_cluster_spec **out, tf_status *st) {
+  *out = NULL;
+  name = name ? name : "<cluster spec>";
+  yaml_document_t doc;
+  TF_TRY(load_document(text, len, name, &doc, st));
+  tf_cluster_spec *s = tf__xcalloc(1, sizeof *s);
+  s->path = tf__xstrdup(name);
+  set_defaults(s);
+  ctx c = {&doc, name, st, s};
+  yaml_node_t *root = yaml_document_get_root_node(&doc);
+  tf_code code;
+  if (root == NULL) {
+    code = tf_status_set(st, TF_INVALID_ARGUMENT, "%s:1:1: no YAML document "
+                         "(expected a mapping with 'jobs')", name);
+  } else {
+    code = parse_root(&c, root);
+  }
+  yaml_document_delete(&doc);
+  if (code != TF_OK) {
+    tf_cluster_spec_free(s);
+    return code;
+  }
+  *out = s;
+  return TF_OK;
+}
+
+tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
+                             tf_status *st) {
+  *out = NULL;
+  char *text;
+  size_t len;
+  TF_TRY(tf__read_file(path, &text, &len, st));
+  tf_code code = tf_cluster_spec_parse(text, len, path, out, st);
+  free(text);
+  return code;
+}
+
+void tf_cluster_spec_free(tf_cluster_spec *s) {
+  if (s == NULL) {
+    return;
+  }
+  for (int j = 0; j < s->n_jobs; j++) {
+    for (int t = 0; t < s->jobs[j].n_tasks; t++) {
+      free(s->jobs[j].addrs[t]);
+    }
+    free(s->jobs[j].addrs);
+    free(s->jobs[j].name);
+  }
+  free(s->jobs);
+  free(s->path);
+  free(s->name);
+  free(s->transport);
+  free(s->checkpoint_dir);
+  free(s->run_dir);
+  free(s);
+}
+
+/* ---- queries ------------------------------------------------------------- */
+
+const tf_cluster_job *tf_cluster_spec_job(const tf_cluster_spec *s,
+                                          const char *name) {
+  for (int j = 0; s != NULL && name != NULL && j < s->n_jobs; j++) {
+    if (strcmp(s->jobs[j].name, name) == 0) {
+      return &s->jobs[j];
+    }
+  }
+  return NULL;
+}
+
+char *tf_cluster_task_url(const tf_cluster_spec *s, const char *job,
+                          int task) {
+  const tf_cluster_job *j = tf_cluster_spec_job(s, job);
+  if (j == NULL || task < 0 || task >= j->n_tasks) {
+    return NULL;
+  }
+  return tf__xasprintf("%s://%s", s->transport, j->addrs[task]);
+}
+
+tf_code tf_cluster_spec_check_task(const tf_cluster_spec *s, const char *job,
+                                   int task, tf_status *st) {
+  const tf_cluster_job *j = tf_cluster_spec_job(s, job);
+  if (j == NULL) {
+    char list[512] = "";
+    for (int i = 0; i < s->n_jobs; i++) {
+      size_t l = strlen(list);
+      snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "",
+               s->jobs[i].name);
+    }
+    return tf_status_set(st, TF_NOT_FOUND, "no job '%.80s' in %s (jobs: %s)",
+                         job ? job : "(null)", s->path, list);
+  }
+  if (task < 0 || task >= j->n_tasks) {
+    char range[32] = "0";
+    if (j->n_tasks > 1) {
+      snprintf(range, sizeof range, "0..%d", j->n_tasks - 1);
+    }
+    return tf_status_set(st, TF_NOT_FOUND, "no task /job:%s/task:%d in %s "
+                         "(job '%s' has %d task%s: %s)", j->name, task,
+                         s->path, j->name, j->n_tasks,
+                         j->n_tasks == 1 ? "" : "s", range);
+  }
+  return TF_OK;
+}

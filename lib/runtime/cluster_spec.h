@@ -1,0 +1,73 @@
+/* cluster_spec.h: the cluster spec YAML (conf/local.yaml, docs/operations.md).
+ *
+ *   cluster: local                 # a name, for logs
+ *   transport: tcp                 # tcp (default) | ipc | inproc | tls+tcp
+ *   jobs:                          # job -> task addresses, in declared order
+ *     master: [127.0.0.1:7070]     # exactly one master task
+ *     ps: [127.0.0.1:7071]
+ *     worker: [127.0.0.1:7072, 127.0.0.1:7073]
+ *   timeouts:                      # milliseconds
+ *     rpc_ms: 10000                # one control RPC
+ *     registration_ms: 10000       # CreateSession waiting for absent tasks
+ *     step_ms: 0                   # default RunStep deadline (0: none)
+ *     heartbeat_ms: 500            # master -> task health checks
+ *     down_after_ms: 3000          # no answer for this long: task down
+ *     step_ttl_ms: 60000           # workers expire orphaned step state
+ *     drain_ms: 10000              # SIGTERM: wait this long for steps
+ *   threads: {inter_op: 0, rpc: 16}  # 0: number of CPUs
+ *   max_message_mb: 0              # NNG receive limit (0: none)
+ *   checkpoint_dir: /var/lib/tf/checkpoints
+ *   run_dir: run/local             # tfctl cluster up: pid files and logs
+ *   log_level: info                # err | warning | notice | info | debug
+ *
+ * Addresses are host:port for tcp and tls+tcp, a socket path for ipc, a
+ * name for inproc. Unknown keys are errors. Every error names the file,
+ * line and column and what was expected, e.g.
+ *   "conf/x.yaml:4:11: jobs.worker[1]: expected host:port, got 'abc'". */
+#ifndef TF_RUNTIME_CLUSTER_SPEC_H
+#define TF_RUNTIME_CLUSTER_SPEC_H
+
+#include <stdint.h>
+
+#include "tf/status.h"
+
+typedef struct tf_cluster_job {
+  char *name;
+  int n_tasks;
+  char **addrs; /* n_tasks addresses as written */
+} tf_cluster_job;
+
+typedef struct tf_cluster_spec {
+  char *path;      /* the file read, or the name given to parse */
+  char *name;      /* "cluster", default "tf" */
+  char *transport; /* "tcp" default */
+  int n_jobs;
+  tf_cluster_job *jobs; /* in declared order */
+  int64_t rpc_timeout_ms, registration_timeout_ms, step_timeout_ms;
+  int64_t heartbeat_ms, down_after_ms, step_ttl_ms, drain_ms;
+  int64_t max_message_bytes; /* 0: no limit */
+  int inter_op_threads;      /* 0: CPUs */
+  int rpc_threads;           /* default 16 */
+  char *checkpoint_dir;      /* NULL if unset */
+  char *run_dir;             /* default "run/<name>" */
+  int log_level;             /* syslog priority, default LOG_INFO */
+} tf_cluster_spec;
+
+tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
+                             tf_status *st);
+/* Parses text; name stands for the file in errors. */
+tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
+                              tf_cluster_spec **out, tf_status *st);
+void tf_cluster_spec_free(tf_cluster_spec *s);
+
+/* The job named name, or NULL. */
+const tf_cluster_job *tf_cluster_spec_job(const tf_cluster_spec *s,
+                                          const char *name);
+/* The task's URL ("tcp://127.0.0.1:7072"), malloc'd; NULL if no such task. */
+char *tf_cluster_task_url(const tf_cluster_spec *s, const char *job, int task);
+/* NOT_FOUND "no task /job:worker/task:5 in conf/x.yaml (job 'worker' has 2
+ * tasks: 0..1)" or "no job 'x' in ... (jobs: master, ps, worker)". */
+tf_code tf_cluster_spec_check_task(const tf_cluster_spec *s, const char *job,
+                                   int task, tf_status *st);
+
+#endif

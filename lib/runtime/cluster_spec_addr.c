@@ -1,0 +1,180 @@
+/* cluster_spec_addr.c: validation of task addresses by transport. tcp and
+ * tls+tcp take host:port, where host is an IPv4 dotted quad, a DNS
+ * hostname (RFC 1123 labels) or an IPv6 address in brackets; ipc takes a
+ * Unix socket path; inproc a name. A scheme ("tcp://") is refused with a
+ * hint, since the spec's transport key supplies it. */
+#include "lib/runtime/cluster_spec_addr.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SOCKET_PATH_MAX 107 /* sizeof(sun_path) - 1 on Linux */
+
+/* A length clipped for "%.*s" in messages. */
+static int clip(size_t n) { return n < 80 ? (int)n : 80; }
+
+bool tf__cluster_transport_known(const char *t) {
+  return t != NULL && (strcmp(t, "tcp") == 0 || strcmp(t, "ipc") == 0 ||
+                       strcmp(t, "inproc") == 0 || strcmp(t, "tls+tcp") == 0);
+}
+
+const char *tf__cluster_addr_expected(const char *transport) {
+  if (strcmp(transport, "ipc") == 0) {
+    return "a socket path";
+  }
+  if (strcmp(transport, "inproc") == 0) {
+    return "an inproc name";
+  }
+  return "host:port";
+}
+
+/* A dotted quad of four decimal parts 0..255 without leading zeros. */
+static bool ipv4_ok(const char *h, size_t n) {
+  int parts = 0;
+  size_t i = 0;
+  while (i < n) {
+    size_t start = i;
+    int v = 0;
+    while (i < n && isdigit((unsigned char)h[i]) && i - start < 3) {
+      v = v * 10 + (h[i++] - '0');
+    }
+    if (i == start || v > 255 || (h[start] == '0' && i - start > 1)) {
+      return false;
+    }
+    parts++;
+    if (i < n && (h[i] != '.' || i + 1 == n)) {
+      return false;
+    }
+    i += i < n;
+  }
+  return parts == 4;
+}
+
+/* RFC 1123 hostname: dot-separated labels of 1..63 letters, digits and
+ * '-', not starting or ending with '-'; at most 253 characters. */
+static bool hostname_ok(const char *h, size_t n) {
+  if (n == 0 || n > 253) {
+    return false;
+  }
+  size_t label = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i == n || h[i] == '.') {
+      if (label == 0 || label > 63 || h[i - 1] == '-') {
+        return false;
+      }
+      label = 0;
+    } else if (isalnum((unsigned char)h[i]) || (h[i] == '-' && label > 0)) {
+      label++;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool ipv6_ok(const char *h, size_t n) {
+  char buf[64];
+  unsigned char bin[16];
+  if (n == 0 || n >= sizeof buf) {
+    return false;
+  }
+  memcpy(buf, h, n);
+  buf[n] = '\0';
+  return inet_pton(AF_INET6, buf, bin) == 1;
+}
+
+/* Checks host (n bytes, brackets included for IPv6). */
+static bool host_ok(const char *addr, const char *h, size_t n, char *why,
+                    size_t wn) {
+  if (n == 0) {
+    snprintf(why, wn, "expected host:port, got '%.80s' (no host)", addr);
+    return false;
+  }
+  if (h[0] == '[') {
+    if (n < 2 || h[n - 1] != ']' || !ipv6_ok(h + 1, n - 2)) {
+      snprintf(why, wn, "'%.*s' is not a valid IPv6 address in brackets "
+               "(in '%.80s')", clip(n), h, addr);
+      return false;
+    }
+    return true;
+  }
+  if (memchr(h, ':', n) != NULL) {
+    snprintf(why, wn, "expected host:port, got '%.80s' (write an IPv6 host "
+             "in brackets, as [::1]:7070)", addr);
+    return false;
+  }
+  if (strspn(h, "0123456789.") >= n) {
+    if (!ipv4_ok(h, n)) {
+      snprintf(why, wn, "'%.*s' is not a valid IPv4 address (in '%.80s')",
+               clip(n), h, addr);
+      return false;
+    }
+    return true;
+  }
+  if (!hostname_ok(h, n)) {
+    snprintf(why, wn, "'%.*s' is not a valid hostname (labels of letters, "
+             "digits and '-', dot-separated) in '%.80s'",
+             clip(n), h, addr);
+    return false;
+  }
+  return true;
+}
+
+static bool host_port_ok(const char *addr, char *why, size_t wn) {
+  const char *colon = strrchr(addr, ':');
+  if (addr[0] == '[') {
+    const char *close = strchr(addr, ']');
+    colon = close != NULL && close[1] == ':' ? close + 1 : NULL;
+  }
+  if (colon == NULL) {
+    snprintf(why, wn, "expected host:port, got '%.80s'", addr);
+    return false;
+  }
+  const char *port = colon + 1;
+  size_t digits = strspn(port, "0123456789");
+  if (digits == 0 || port[digits] != '\0') {
+    snprintf(why, wn, "expected host:port with a numeric port, got '%.80s'",
+             addr);
+    return false;
+  }
+  long v = digits > 9 ? 0 : strtol(port, NULL, 10);
+  if (v < 1 || v > 65535) {
+    snprintf(why, wn, "port %.20s is outside 1..65535 in '%.80s'", port,
+             addr);
+    return false;
+  }
+  return host_ok(addr, addr, (size_t)(colon - addr), why, wn);
+}
+
+bool tf__cluster_addr_check(const char *transport, const char *addr,
+                            char *why, size_t n) {
+  const char *expected = tf__cluster_addr_expected(transport);
+  if (strstr(addr, "://") != NULL) {
+    snprintf(why, n, "expected %s, got '%.80s' (leave out the scheme: the "
+             "'transport' key supplies it)", expected, addr);
+    return false;
+  }
+  bool ipc = strcmp(transport, "ipc") == 0;
+  if (ipc || strcmp(transport, "inproc") == 0) {
+    size_t len = strlen(addr);
+    bool bad = len == 0;
+    for (size_t i = 0; i < len; i++) {
+      unsigned char c = (unsigned char)addr[i];
+      bad |= c < 0x20 || c == 0x7f || (!ipc && c == ' ');
+    }
+    if (bad) {
+      snprintf(why, n, "expected %s, got '%.80s'", expected, addr);
+      return false;
+    }
+    if (ipc && len > SOCKET_PATH_MAX) {
+      snprintf(why, n, "socket path is %zu bytes, more than the %d a Unix "
+               "socket allows: '%.80s...'", len, SOCKET_PATH_MAX, addr);
+      return false;
+    }
+    return true;
+  }
+  return host_port_ok(addr, why, n);
+}
