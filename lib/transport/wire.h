@@ -1,0 +1,131 @@
+/* wire.h: the messages daemons exchange (docs/wire.md).
+ *
+ * A message is one NNG message whose body is
+ *   "TFW" 0x01 | u32 LE n | n bytes of msgpack: [header map, body] | pad |
+ *   tensor payloads
+ * The header carries version, method, request id, session and step ids,
+ * the deadline (milliseconds left when sent; 0: none), a reserved
+ * authentication field (nil until the auth issue) and, in replies, the
+ * status code and message. The body is method-specific msgpack. Tensors
+ * are packed into the body as descriptors {dt, shape, off, len} whose bytes
+ * follow the msgpack part, each at a 64-byte aligned offset: they are
+ * copied once into the message and never encoded element by element
+ * (string tensors, whose bytes are not flat, are packed in msgpack form).
+ * There is no size limit short of memory. */
+#ifndef TF_TRANSPORT_WIRE_H
+#define TF_TRANSPORT_WIRE_H
+
+#include <msgpack.h>
+#include <nng/nng.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tf/status.h"
+#include "tf/tensor.h"
+
+#define TF_WIRE_VERSION 1
+
+/* Methods. Worker service 1..31, master service 32..63. */
+typedef enum tf_method {
+  TF_M_GET_STATUS = 1,     /* -> devices, incarnation, job, task, counters */
+  TF_M_REGISTER_GRAPH = 2, /* graph -> graph handle */
+  TF_M_RUN_GRAPH = 3,      /* handle, step, args -> retvals */
+  TF_M_TENSOR_PUSH = 4,    /* step, key, is_dead, tensor (sender push) */
+  TF_M_CLEANUP_GRAPH = 5,  /* step: drop per-step state */
+  TF_M_ABORT_STEP = 6,     /* step, status: cancel the step here */
+  TF_M_DEREGISTER_GRAPH = 7,
+  TF_M_WORKER_RESET = 8,   /* containers */
+  TF_M_CREATE_SESSION = 32,
+  TF_M_EXTEND_SESSION = 33,
+  TF_M_RUN_STEP = 34,
+  TF_M_CLOSE_SESSION = 35,
+  TF_M_LIST_DEVICES = 36,
+  TF_M_RESET = 37,
+  TF_M_CLUSTER_STATUS = 38, /* the master's view of every task (tfctl health) */
+} tf_method;
+
+/* The method's name ("RunGraph"), or "unknown". */
+const char *tf_method_name(int method);
+
+typedef struct tf_wire_header {
+  int version;          /* TF_WIRE_VERSION */
+  int method;           /* tf_method; a reply echoes its request's */
+  uint64_t request_id;  /* 0: no retry detection */
+  uint64_t session;     /* session handle, 0: none */
+  uint64_t step_id;     /* 0: none */
+  int64_t deadline_ms;  /* time left when sent; 0: no deadline */
+  bool is_reply;
+  int code;             /* replies: tf_code */
+  const char *error;    /* replies: message ("" when OK); borrowed */
+} tf_wire_header;
+
+/* ---- writing ------------------------------------------------------------ */
+
+typedef struct tf_wire_writer tf_wire_writer;
+
+/* A writer for one message with header h (copied). */
+tf_wire_writer *tf_wire_writer_new(const tf_wire_header *h);
+/* The packer for the body: pack exactly one msgpack object (usually a
+ * map). Nothing packed: the body is nil. */
+msgpack_packer *tf_wire_body(tf_wire_writer *w);
+/* Packs a descriptor of t into the body at the packer's current position
+ * and queues t's bytes as a payload (a reference is held until finish). */
+void tf_wire_pack_tensor(tf_wire_writer *w, const tf_tensor *t);
+/* Builds the NNG message (one copy of each payload) and frees w. */
+tf_code tf_wire_finish(tf_wire_writer *w, nng_msg **out, tf_status *st);
+void tf_wire_writer_free(tf_wire_writer *w);
+
+/* A reply carrying only status st (code and message) for request req
+ * (NULL: a request too malformed to have a header; method and ids 0). */
+tf_code tf_wire_error_reply(const tf_wire_header *req, const tf_status *st,
+                            nng_msg **out, tf_status *err);
+
+/* ---- reading ------------------------------------------------------------ */
+
+typedef struct tf_wire_msg {
+  tf_wire_header h;
+  msgpack_object body;   /* valid until tf_wire_msg_free */
+  /* private */
+  nng_msg *msg;
+  msgpack_zone zone;
+  size_t payload_start;  /* offset of the payload area in the NNG body */
+} tf_wire_msg;
+
+/* Parses m (ownership taken, also on error). INVALID_ARGUMENT naming what
+ * is wrong: "message too short (N bytes)", "bad magic", "unsupported wire
+ * version V", "header: missing 'm'", "msgpack part of N bytes overruns the
+ * M-byte message", ... */
+tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st);
+void tf_wire_msg_free(tf_wire_msg *r);
+/* Makes a tensor from a descriptor packed by tf_wire_pack_tensor, checking
+ * dtype, shape, and that [off, off+len) lies in the payload area and
+ * matches dtype x shape. INVALID_ARGUMENT naming the field otherwise. */
+tf_code tf_wire_unpack_tensor(const tf_wire_msg *r, const msgpack_object *desc,
+                              tf_tensor **out, tf_status *st);
+
+/* Body helpers: the value under key in a map (NULL if absent or not a
+ * map), and typed getters that set INVALID_ARGUMENT "<what>: field 'key'
+ * missing or not <type>" on a bad field. Strings are returned malloc'd. */
+const msgpack_object *tf_wire_get(const msgpack_object *map, const char *key);
+tf_code tf_wire_get_u64(const msgpack_object *map, const char *key,
+                        const char *what, uint64_t *out, tf_status *st);
+tf_code tf_wire_get_i64(const msgpack_object *map, const char *key,
+                        const char *what, int64_t *out, tf_status *st);
+tf_code tf_wire_get_bool(const msgpack_object *map, const char *key,
+                         const char *what, bool *out, tf_status *st);
+tf_code tf_wire_get_str(const msgpack_object *map, const char *key,
+                        const char *what, char **out, tf_status *st);
+/* An array field (possibly empty); NULL + INVALID_ARGUMENT if not one. */
+const msgpack_object_array *tf_wire_get_array(const msgpack_object *map,
+                                              const char *key,
+                                              const char *what, tf_status *st);
+/* The method in the header of a message built by tf_wire_finish, or -1
+ * when it has none (internal: the RPC client names calls by it). */
+int tf__wire_method_of(nng_msg *m);
+
+/* Packs a NUL-terminated string (NULL packs as ""). */
+void tf_wire_pack_str(msgpack_packer *pk, const char *s);
+/* A copy of a msgpack str object (NULL if not a str). */
+char *tf_wire_strdup(const msgpack_object *o);
+
+#endif

@@ -1,0 +1,221 @@
+/* Tests for the RPC client: a call to an absent server times out with
+ * DEADLINE_EXCEEDED naming method, URL and timeout; background dialing
+ * reaches a server that starts later; many asynchronous calls in flight on
+ * one client each complete exactly once; freeing a client fails its calls
+ * with UNAVAILABLE (and may be done from a completion); a reply over the
+ * client's size limit fails the call; bad URLs and timeouts are rejected;
+ * request ids are unique and non-zero across threads. */
+#include <pthread.h>
+
+#include "test/unit/transport/rpc_testlib.h"
+
+/* Waits (at most 5 s) until *n reaches want. */
+static void wait_count(atomic_int *n, int want) {
+  for (int i = 0; i < 500 && atomic_load(n) < want; i++) {
+    rt_sleep_ms(10);
+  }
+  ck_assert_int_eq(atomic_load(n), want);
+}
+
+START_TEST(test_absent_server_times_out) {
+  char url[64], want[128];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", rt_free_port());
+  tf_rpc_client *c = rt_client(url, 0);
+  tf_wire_msg *r = (tf_wire_msg *)1;
+  tf_status st;
+  int64_t t0 = rt_now_ms();
+  ck_assert_int_eq(tf_rpc_call(c, rt_request(RT_ECHO, 1, NULL, 0), 200, &r,
+                               &st),
+                   TF_DEADLINE_EXCEEDED);
+  int64_t el = rt_now_ms() - t0;
+  ck_assert_msg(el >= 195 && el < 800, "took %lld ms", (long long)el);
+  ck_assert(r == NULL);
+  snprintf(want, sizeof want, "GetStatus to %s: no reply within 200 ms", url);
+  ck_assert_str_eq(st.msg, want);
+  tf_rpc_client_free(c);
+}
+END_TEST
+
+START_TEST(test_bad_urls_and_timeouts) {
+  tf_rpc_client *c = (tf_rpc_client *)1;
+  tf_status st;
+  ck_assert_int_eq(tf_rpc_client_new("nope://x", 0, &c, &st),
+                   TF_INVALID_ARGUMENT);
+  ck_assert(c == NULL);
+  ck_assert_msg(strstr(st.msg, "cannot dial 'nope://x'"), "%s", st.msg);
+  ck_assert_int_eq(tf_rpc_client_new("tls+tcp://127.0.0.1:1", 0, &c, &st),
+                   TF_UNIMPLEMENTED);
+  ck_assert_msg(strstr(st.msg, "tls+tcp needs certificates"), "%s", st.msg);
+  c = rt_client("inproc://nobody", 0);
+  tf_wire_msg *r;
+  ck_assert_int_eq(tf_rpc_call(c, rt_request(RT_SLEEP, 0, NULL, 0), 0, &r,
+                               &st),
+                   TF_INVALID_ARGUMENT);
+  ck_assert_str_eq(st.msg, "RunGraph to inproc://nobody: timeout_ms must be > 0");
+  tf_rpc_client_free(c);
+  tf_rpc_client_free(NULL);
+}
+END_TEST
+
+START_TEST(test_server_started_later_is_reached) {
+  char url[64];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", rt_free_port());
+  tf_rpc_client *c = rt_client(url, 0);
+  rt_sleep_ms(150); /* the first dials fail */
+  tf_rpc_server *s = rt_server(url, 1, 0);
+  tf_wire_msg *r;
+  tf_status st;
+  ck_assert_msg(tf_rpc_call(c, rt_request(RT_SLEEP, 0, "ms", 0), 3000, &r,
+                            &st) == TF_OK,
+                "%s", st.msg);
+  tf_wire_msg_free(r);
+  tf_rpc_client_free(c);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
+typedef struct slot {
+  atomic_int *done;
+  int64_t want;
+  int calls;
+  bool ok;
+} slot;
+
+static void slot_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
+  slot *sl = arg;
+  sl->calls++;
+  if (st->code == TF_OK) {
+    tf_tensor *t = rt_reply_tensor(reply, 0);
+    sl->ok = ((int64_t *)t->data)[0] == sl->want;
+    tf_tensor_unref(t);
+    tf_wire_msg_free(reply);
+  }
+  atomic_fetch_add(sl->done, 1);
+}
+
+START_TEST(test_many_async_calls_in_flight) {
+  tf_rpc_server *s = rt_server("tcp://127.0.0.1:0", 4, 0);
+  char url[64];
+  rt_tcp_url(s, url, sizeof url);
+  tf_rpc_client *c = rt_client(url, 0);
+  atomic_int done = 0;
+  slot sl[32];
+  for (int i = 0; i < 32; i++) {
+    sl[i] = (slot){&done, 1000 + i, 0, false};
+    tf_tensor *t = tf_tensor_vec_i64(1, &sl[i].want);
+    tf_rpc_call_async(c, rt_echo_request(&t, 1, 0), 3000, slot_done, &sl[i]);
+    tf_tensor_unref(t);
+  }
+  wait_count(&done, 32);
+  for (int i = 0; i < 32; i++) {
+    ck_assert_int_eq(sl[i].calls, 1);
+    ck_assert(sl[i].ok);
+  }
+  tf_rpc_client_free(c);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
+typedef struct fail_box {
+  atomic_int done;
+  tf_status st;
+  tf_rpc_client *free_me;
+} fail_box;
+
+static void fail_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
+  fail_box *b = arg;
+  b->st = *st;
+  tf_wire_msg_free(reply);
+  tf_rpc_client_free(b->free_me); /* allowed from a completion */
+  atomic_fetch_add(&b->done, 1);
+}
+
+START_TEST(test_free_fails_calls_in_flight) {
+  tf_rpc_server *s = rt_server("inproc://rpc_free", 1, 0);
+  tf_rpc_client *c = rt_client("inproc://rpc_free", 0);
+  fail_box b = {0};
+  tf_rpc_call_async(c, rt_request(RT_SLEEP, 0, "ms", 300), 3000, fail_done,
+                    &b);
+  rt_sleep_ms(50);
+  tf_rpc_client_free(c);
+  wait_count(&b.done, 1);
+  ck_assert_int_eq(b.st.code, TF_UNAVAILABLE);
+  ck_assert_msg(strstr(b.st.msg, "RunGraph to inproc://rpc_free: "), "%s",
+                b.st.msg);
+  /* A completion that frees its client. */
+  fail_box b2 = {0};
+  b2.free_me = rt_client("inproc://rpc_free", 0);
+  tf_rpc_call_async(b2.free_me, rt_request(RT_SLEEP, 0, "ms", 0), 3000,
+                    fail_done, &b2);
+  wait_count(&b2.done, 1);
+  ck_assert_msg(b2.st.code == TF_OK, "%s", b2.st.msg);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
+START_TEST(test_reply_over_client_limit_fails) {
+  tf_rpc_server *s = rt_server("tcp://127.0.0.1:0", 1, 0);
+  char url[64];
+  rt_tcp_url(s, url, sizeof url);
+  tf_rpc_client *c = rt_client(url, 64 << 10);
+  tf_wire_msg *r;
+  tf_status st;
+  tf_code code = tf_rpc_call(c, rt_request(RT_BIG, 0, "bytes", 200 << 10),
+                             500, &r, &st);
+  ck_assert_msg(code == TF_UNAVAILABLE || code == TF_DEADLINE_EXCEEDED, "%s",
+                st.msg);
+  ck_assert_msg(strstr(st.msg, url) != NULL, "%s", st.msg);
+  ck_assert_msg(tf_rpc_call(c, rt_request(RT_BIG, 0, "bytes", 1000), 3000, &r,
+                            &st) == TF_OK,
+                "%s", st.msg);
+  tf_wire_msg_free(r);
+  tf_rpc_client_free(c);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static void *ids_main(void *p) {
+  uint64_t *out = p;
+  for (int i = 0; i < 5000; i++) {
+    out[i] = tf_rpc_new_request_id();
+  }
+  return NULL;
+}
+
+START_TEST(test_request_ids_unique_nonzero) {
+  static uint64_t ids[4][5000];
+  pthread_t th[4];
+  for (int k = 0; k < 4; k++) {
+    pthread_create(&th[k], NULL, ids_main, ids[k]);
+  }
+  for (int k = 0; k < 4; k++) {
+    pthread_join(th[k], NULL);
+  }
+  uint64_t *all = &ids[0][0];
+  qsort(all, 20000, sizeof *all, cmp_u64);
+  for (int i = 0; i < 20000; i++) {
+    ck_assert(all[i] != 0);
+    ck_assert(i == 0 || all[i] != all[i - 1]);
+  }
+}
+END_TEST
+
+Suite *tt_suite(void) {
+  Suite *s = suite_create("rpc_client");
+  TCase *tc = tcase_create("rpc_client");
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, test_absent_server_times_out);
+  tcase_add_test(tc, test_bad_urls_and_timeouts);
+  tcase_add_test(tc, test_server_started_later_is_reached);
+  tcase_add_test(tc, test_many_async_calls_in_flight);
+  tcase_add_test(tc, test_free_fails_calls_in_flight);
+  tcase_add_test(tc, test_reply_over_client_limit_fails);
+  tcase_add_test(tc, test_request_ids_unique_nonzero);
+  suite_add_tcase(s, tc);
+  return s;
+}
