@@ -28,6 +28,11 @@ typedef struct tf_session_options {
    * environment, else the number of online CPUs. 1: every node runs in the
    * calling thread (and async completions in the completing thread). */
   int inter_op_threads;
+  /* NULL or "": run in this process. Otherwise the URL of a tfmaster
+   * ("tcp://host:port"): the graph is sent to the master (new nodes on
+   * every extend and Run), and Run, Reset and Close have the same
+   * semantics as locally, with the cluster's devices and its variables. */
+  const char *target;
 } tf_session_options;
 
 typedef struct tf_run_options {

@@ -128,13 +128,20 @@ static tf_code pack_node(msgpack_packer *pk, const tf_node *n, tf_status *st) {
 
 tf_code tf_graph_to_msgpack(const tf_graph *g, void **buf, size_t *len,
                             tf_status *st) {
+  return tf__graph_nodes_to_msgpack(g, 0, buf, len, st);
+}
+
+tf_code tf__graph_nodes_to_msgpack(const tf_graph *g, int from, void **buf,
+                                   size_t *len, tf_status *st) {
   msgpack_sbuffer sb;
   msgpack_packer pk;
   *buf = NULL;
   *len = 0;
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  int nn = tf_graph_num_nodes(g);
+  int total = tf_graph_num_nodes(g);
+  if (from < 0 || from > total) from = total;
+  int nn = total - from;
   int rc = msgpack_pack_map(&pk, 2);
   rc |= tf__msgpack_pack_cstr(&pk, "version");
   rc |= msgpack_pack_int(&pk, TF_GRAPH_FORMAT_VERSION);
@@ -144,7 +151,7 @@ tf_code tf_graph_to_msgpack(const tf_graph *g, void **buf, size_t *len,
                       : tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                                       "out of memory encoding a graph");
   for (int i = 0; i < nn && c == TF_OK; i++) {
-    c = pack_node(&pk, tf_graph_node(g, i), st);
+    c = pack_node(&pk, tf_graph_node(g, from + i), st);
   }
   if (c != TF_OK) {
     msgpack_sbuffer_destroy(&sb);

@@ -65,4 +65,10 @@ tf_code tf__attrs_check_unique(const tf_attr_kv *kv, int n, const char *where,
 /* True when s[0..n) is well-formed UTF-8 (no overlongs or surrogates). */
 bool tf__utf8_valid(const char *s, size_t n);
 
+/* As tf_graph_to_msgpack for the nodes from index `from` on (a remote
+ * session's ExtendSession sends only the new nodes; they may refer to
+ * earlier ones, so the receiver decodes them into the graph it has). */
+tf_code tf__graph_nodes_to_msgpack(const tf_graph *g, int from, void **buf,
+                                   size_t *len, tf_status *st);
+
 #endif

@@ -36,7 +36,15 @@ struct tf_session {
   tf_cancel **running;
   int n_running, cap_running;
   uint64_t next_step;
+  /* Remote sessions: the backend, its state, and nodes of g it has. */
+  const tf__remote_ops *remote;
+  void *rimpl;
+  int n_sent;
 };
+
+static const tf__remote_ops *remote_ops;
+
+void tf__session_set_remote_ops(const tf__remote_ops *ops) { remote_ops = ops; }
 
 static int default_threads(void) {
   const char *env = getenv("TF_NUM_INTEROP_THREADS");
@@ -46,6 +54,15 @@ static int default_threads(void) {
 }
 
 /* Copies nodes src[n_imported..] into the session graph. Caller holds mu. */
+/* Sends a remote session's new nodes to the master. */
+static tf_code push_remote(tf_session *s, tf_status *st) {
+  int n = tf_graph_num_nodes(s->g);
+  if (s->remote == NULL || s->n_sent == n) return TF_OK;
+  TF_TRY(s->remote->extend(s->rimpl, s->g, s->n_sent, st));
+  s->n_sent = n;
+  return TF_OK;
+}
+
 static tf_code extend_locked(tf_session *s, tf_status *st) {
   if (s->src == NULL) return TF_OK;
   int n = tf_graph_num_nodes(s->src);
@@ -62,7 +79,7 @@ static tf_code extend_locked(tf_session *s, tf_status *st) {
   for (int i = 0; i < k; i++) tf_node_def_fini(&defs[i]);
   free(defs);
   if (rc == TF_OK) s->n_imported = n;
-  return rc;
+  return rc == TF_OK ? push_remote(s, st) : rc;
 }
 
 tf_session *tf_session_new(tf_graph *g, const tf_session_options *opts,
@@ -77,7 +94,24 @@ tf_session *tf_session_new(tf_graph *g, const tf_session_options *opts,
   tf__strmap_init(&s->cache);
   int threads = opts && opts->inter_op_threads > 0 ? opts->inter_op_threads
                                                    : default_threads();
-  if (threads > 1) s->runner = tf_workq_new(threads, "inter-op");
+  const char *target = opts ? opts->target : NULL;
+  if (target != NULL && *target != '\0') {
+    if (remote_ops == NULL) {
+      tf_status_set(st, TF_UNIMPLEMENTED, "session target '%s': this program "
+                    "was linked without the remote runtime", target);
+      tf_session_free(s);
+      return NULL;
+    }
+    s->remote = remote_ops;
+    s->rimpl = remote_ops->open(target, st);
+    if (s->rimpl == NULL) {
+      s->remote = NULL;
+      tf_session_free(s);
+      return NULL;
+    }
+  } else if (threads > 1) {
+    s->runner = tf_workq_new(threads, "inter-op");
+  }
   if (extend_locked(s, st) != TF_OK) {
     tf_status_prefix(st, "creating the session");
     tf_session_free(s);
@@ -99,6 +133,7 @@ tf_code tf_session_extend_defs(tf_session *s, const tf_node_def *defs, int n,
   tf_code rc = s->closed ? tf_status_set(st, TF_FAILED_PRECONDITION,
                                          "the session is closed")
                          : tf_graph_import(s->g, defs, n, st);
+  if (rc == TF_OK) rc = push_remote(s, st);
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
@@ -340,6 +375,17 @@ tf_code tf_session_run(tf_session *s, const tf_run_options *opts,
   if (meta != NULL) memset(meta, 0, sizeof *meta);
   TF_TRY(check_args(feed_names, feed_values, n_feeds, fetch_names, fetch_values,
                     n_fetches, target_names, n_targets, st));
+  if (s->remote != NULL) {
+    pthread_mutex_lock(&s->mu);
+    tf_code rc = s->closed ? tf_status_set(st, TF_FAILED_PRECONDITION,
+                                           "Run on a closed session")
+                           : extend_locked(s, st);
+    pthread_mutex_unlock(&s->mu);
+    TF_TRY(rc);
+    return s->remote->run(s->rimpl, opts, feed_names, feed_values, n_feeds,
+                          fetch_names, fetch_values, n_fetches, target_names,
+                          n_targets, meta, st);
+  }
   name_set f, o, t;
   set_build(&f, feed_names, n_feeds, false);
   set_build(&o, fetch_names, n_fetches, false);
@@ -389,6 +435,7 @@ tf_code tf_session_reset(tf_session *s, const char *const *containers, int n,
   if (n < 0 || (n > 0 && containers == NULL)) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "Reset: bad container list");
   }
+  if (s->remote != NULL) return s->remote->reset(s->rimpl, containers, n, st);
   if (n == 0) tf_resource_mgr_reset(s->resources, "");
   for (int i = 0; i < n; i++) {
     tf_resource_mgr_reset(s->resources, containers[i] ? containers[i] : "");
@@ -398,8 +445,16 @@ tf_code tf_session_reset(tf_session *s, const char *const *containers, int n,
 
 tf_code tf_session_close(tf_session *s, tf_status *st) {
   pthread_mutex_lock(&s->mu);
+  bool was_closed = s->closed;
   s->closed = true; /* no step starts after this */
   pthread_mutex_unlock(&s->mu);
+  if (s->remote != NULL) {
+    tf_status tmp;
+    tf_status_init(&tmp);
+    tf_code rc = was_closed ? TF_OK : s->remote->close(s->rimpl, st ? st : &tmp);
+    if (rc == TF_OK && st != NULL) tf_status_init(st);
+    return rc;
+  }
   pthread_mutex_lock(&s->run_mu);
   for (int i = 0; i < s->n_running; i++) {
     tf_cancel_start(s->running[i], TF_CANCELLED, "the session was closed");
@@ -416,6 +471,7 @@ tf_code tf_session_close(tf_session *s, tf_status *st) {
 void tf_session_free(tf_session *s) {
   if (s == NULL) return;
   tf_session_close(s, NULL);
+  if (s->remote != NULL) s->remote->free(s->rimpl);
   tf_workq_free(s->runner);
   for (int i = 0; i < s->n_prepared; i++) tf__session_prepared_free(s->prepared[i]);
   free(s->prepared);

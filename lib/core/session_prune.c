@@ -228,7 +228,7 @@ tf_code tf__session_prepare(const tf_graph *g, char *const *feeds, int n_feeds,
     mark_needed(&p, roots, n_roots);
     rc = build_graph(&p, sp, fetched, &sp->g, st);
   }
-  if (rc == TF_OK) {
+  if (rc == TF_OK && runner != TF__NO_EXECUTOR) {
     tf_executor_opts o = {.device = NULL, .runner = runner};
     rc = tf_executor_new(sp->g, &o, &sp->ex, st);
   }

@@ -85,3 +85,9 @@ bool tf__strmap_del(tf__strmap *m, const char *key) {
   }
   return true;
 }
+
+void tf__strmap_each(const tf__strmap *m, void (*fn)(void *val)) {
+  for (size_t i = 0; i < m->cap; i++) {
+    if (m->keys[i] != NULL) fn(m->vals[i]);
+  }
+}

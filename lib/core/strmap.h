@@ -22,5 +22,8 @@ void tf__strmap_put(tf__strmap *m, const char *key, void *val);
 void *tf__strmap_get(const tf__strmap *m, const char *key, bool *found);
 /* Removes key if present; returns whether it was. */
 bool tf__strmap_del(tf__strmap *m, const char *key);
+/* Calls fn on every value (in no particular order); the map must not
+ * change meanwhile. */
+void tf__strmap_each(const tf__strmap *m, void (*fn)(void *val));
 
 #endif

@@ -228,14 +228,32 @@ static void emit_recv(parter *p, const tf_node *src, xfer *x) {
   } else {
     snprintf(base, sizeof base, "%s/_recv_%d_d%d", src->name, x->port, x->dev);
   }
-  x->recv = fresh_name(p, base);
-  pnode *pn = new_node(x->recv, "_Recv", p->devs[x->dev].name);
-  pn->owned[0] = NULL; /* x owns the name */
+  char *name = fresh_name(p, base);
+  pnode *pn = new_node(name, "_Recv", p->devs[x->dev].name);
   tf_dtype dt = x->port < 0 ? TF_FLOAT32 : src->out_types[x->port];
   pn->kv[0] = (tf_attr_kv){"tensor_type", tf_attr_type_v(dt)};
   key_attrs(p, pn, src, x->port, x->dev);
   pn->def.n_attrs = 6;
   push(&p->parts[x->dev], pn);
+  if (x->port >= 0) {
+    pn->owned[0] = NULL; /* x owns the name */
+    x->recv = name;
+    return;
+  }
+  /* A control edge: consumers depend on an Identity of the dummy value,
+   * which is dead when the value is (as TF's graph_partition does), so a
+   * control edge out of an untaken branch stays dead on this device. */
+  char idb[440];
+  snprintf(idb, sizeof idb, "%s/id", name);
+  x->recv = fresh_name(p, idb);
+  pnode *id = new_node(x->recv, "Identity", p->devs[x->dev].name);
+  id->owned[0] = NULL;
+  id->owned[2] = tf__xstrdup(name);
+  id->in[0] = id->owned[2];
+  id->def.n_inputs = 1;
+  id->kv[0] = (tf_attr_kv){"T", tf_attr_type_v(TF_FLOAT32)};
+  id->def.n_attrs = 1;
+  push(&p->parts[x->dev], id);
 }
 
 /* A _Send of input (a node name in the source partition) for x. */

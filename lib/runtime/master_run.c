@@ -1,0 +1,294 @@
+/* master_run.c: driving one step over its partitions: RunGraph to every
+ * partition's task at once, then wait for all replies, the first error, a
+ * task going down (tf__ms_abort_steps_on, from the health checks) or the
+ * deadline, whichever comes first. The replies that arrive after the
+ * master stopped waiting are dropped by the step record, which lives
+ * until its last callback. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "lib/core/util.h"
+#include "lib/runtime/log.h"
+#include "lib/runtime/master_impl.h"
+
+#define NO_DEADLINE_RPC_MS (24LL * 3600 * 1000)
+#define RPC_GRACE_MS 2000
+
+struct ms_step {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int refs;               /* the driver + one per RunGraph in flight */
+  int pending;
+  bool failed;
+  tf_status err;
+  uint64_t step_id;
+  int n_parts;
+  const int *tasks;       /* per partition (valid while the driver waits) */
+  tf_wire_msg **replies;  /* per partition */
+  const char **prefixes;  /* per partition, for messages */
+};
+
+typedef struct part_call {
+  ms_step *s;
+  int i;
+} part_call;
+
+static void step_unref(ms_step *s) {
+  pthread_mutex_lock(&s->mu);
+  bool last = --s->refs == 0;
+  pthread_mutex_unlock(&s->mu);
+  if (!last) return;
+  for (int i = 0; i < s->n_parts; i++) tf_wire_msg_free(s->replies[i]);
+  free(s->replies);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}
+
+/* Records the step's first error (under s->mu). */
+static void fail_locked(ms_step *s, tf_code code, const char *msg) {
+  if (!s->failed) {
+    s->failed = true;
+    tf_status_set(&s->err, code, "%s", msg);
+  }
+  pthread_cond_broadcast(&s->cv);
+}
+
+static void part_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
+  part_call *c = arg;
+  ms_step *s = c->s;
+  pthread_mutex_lock(&s->mu);
+  if (st->code != TF_OK) {
+    /* The worker's message already names its task; RPC errors name the URL. */
+    fail_locked(s, st->code, st->msg);
+    tf_wire_msg_free(reply);
+  } else {
+    s->replies[c->i] = reply;
+  }
+  s->pending--;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  free(c);
+  step_unref(s);
+}
+
+void tf__ms_abort_steps_on(tf_master *m, int task, const char *why) {
+  pthread_mutex_lock(&m->mu);
+  for (int k = 0; k < m->n_steps; k++) {
+    ms_step *s = m->steps[k];
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_parts; i++) {
+      if (s->tasks[i] == task) {
+        fail_locked(s, TF_UNAVAILABLE, why);
+        break;
+      }
+    }
+    pthread_mutex_unlock(&s->mu);
+  }
+  pthread_mutex_unlock(&m->mu);
+}
+
+static void ignore_reply(void *arg, const tf_status *st, tf_wire_msg *reply) {
+  tf_wire_msg_free(reply);
+}
+
+/* AbortStep (when failed) and CleanupGraph to every partition's task. */
+static void finish_on_tasks(tf_master *m, ms_prepared *p, uint64_t step_id,
+                            const tf_status *err) {
+  for (int i = 0; i < p->n_parts; i++) {
+    int t = p->parts[i].task;
+    for (int pass = err ? 0 : 1; pass < 2; pass++) {
+      tf_wire_header h = tf__ms_header(pass == 0 ? TF_M_ABORT_STEP : TF_M_CLEANUP_GRAPH,
+                                       0, step_id, m->spec->rpc_timeout_ms);
+      tf_wire_writer *wr = tf_wire_writer_new(&h);
+      if (pass == 0) {
+        msgpack_packer *pk = tf_wire_body(wr);
+        msgpack_pack_map(pk, 2);
+        tf_wire_pack_str(pk, "code");
+        msgpack_pack_int(pk, err->code);
+        tf_wire_pack_str(pk, "msg");
+        tf_wire_pack_str(pk, err->msg);
+      }
+      nng_msg *msg = NULL;
+      tf_status st;
+      tf_status_init(&st);
+      if (tf_wire_finish(wr, &msg, &st) == TF_OK) {
+        tf_rpc_call_async(m->tasks[t].client, msg, m->spec->rpc_timeout_ms,
+                          ignore_reply, NULL);
+      }
+    }
+  }
+}
+
+static nng_msg *run_graph_msg(tf_master *m, ms_session *sess, const ms_part *pt,
+                              uint64_t step_id, tf_tensor **feeds,
+                              int64_t deadline_ms, bool trace, tf_status *st) {
+  tf_wire_header h = tf__ms_header(TF_M_RUN_GRAPH, sess->handle, step_id, deadline_ms);
+  tf_wire_writer *wr = tf_wire_writer_new(&h);
+  msgpack_packer *pk = tf_wire_body(wr);
+  msgpack_pack_map(pk, 4);
+  tf_wire_pack_str(pk, "handle");
+  msgpack_pack_uint64(pk, pt->handle);
+  tf_wire_pack_str(pk, "args");
+  msgpack_pack_array(pk, (size_t)pt->n_args);
+  for (int k = 0; k < pt->n_args; k++) tf_wire_pack_tensor(wr, feeds[pt->arg_feed[k]]);
+  tf_wire_pack_str(pk, "n_rets");
+  msgpack_pack_int(pk, pt->n_rets);
+  tf_wire_pack_str(pk, "trace");
+  if (trace) {
+    msgpack_pack_true(pk);
+  } else {
+    msgpack_pack_false(pk);
+  }
+  nng_msg *msg = NULL;
+  tf_wire_finish(wr, &msg, st);
+  return msg;
+}
+
+static void track(tf_master *m, ms_step *s, bool add) {
+  pthread_mutex_lock(&m->mu);
+  if (add) {
+    if (m->n_steps == m->cap_steps) {
+      m->cap_steps = m->cap_steps ? 2 * m->cap_steps : 16;
+      m->steps = tf__xrealloc(m->steps, (size_t)m->cap_steps * sizeof *m->steps);
+    }
+    m->steps[m->n_steps++] = s;
+  } else {
+    for (int i = 0; i < m->n_steps; i++) {
+      if (m->steps[i] == s) {
+        m->steps[i] = m->steps[--m->n_steps];
+        break;
+      }
+    }
+    if (m->n_steps == 0) pthread_cond_broadcast(&m->idle_cv);
+  }
+  pthread_mutex_unlock(&m->mu);
+}
+
+static void wait_step(ms_step *s, int64_t deadline_ms) {
+  int64_t until = deadline_ms > 0 ? tf__now_ns() + deadline_ms * 1000000 : 0;
+  pthread_mutex_lock(&s->mu);
+  while (s->pending > 0 && !s->failed) {
+    if (until != 0 && tf__now_ns() >= until + (int64_t)RPC_GRACE_MS * 1000000) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "RunStep exceeded its deadline of %" PRId64
+               " ms (%d partition(s) did not answer)", deadline_ms, s->pending);
+      fail_locked(s, TF_DEADLINE_EXCEEDED, msg);
+      break;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000000;
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Fetches from the replies; records traced node times. */
+static tf_code collect(tf_master *m, ms_prepared *p, ms_step *s,
+                       tf_tensor **fetched, tf_status *st) {
+  for (int i = 0; i < p->n_parts; i++) {
+    const tf_wire_msg *r = s->replies[i];
+    const msgpack_object_array *rets = tf_wire_get_array(&r->body, "rets", "RunGraph reply", st);
+    if (rets == NULL) return st->code;
+    if ((int)rets->size != p->parts[i].n_rets) {
+      return tf_status_set(st, TF_INTERNAL, "RunGraph reply from %s has %u "
+                           "values, expected %d", s->prefixes[i], rets->size,
+                           p->parts[i].n_rets);
+    }
+    for (uint32_t k = 0; k < rets->size; k++) {
+      int f = p->parts[i].ret_fetch[k];
+      if (rets->ptr[k].type == MSGPACK_OBJECT_NIL) {
+        return tf_status_set(st, TF_INVALID_ARGUMENT, "fetch '%s' produced no "
+                             "value: it is on an untaken branch of a cond (a "
+                             "dead tensor)", p->fetches[f]);
+      }
+      TF_TRY(tf_wire_unpack_tensor(r, &rets->ptr[k], &fetched[f], st));
+    }
+    const msgpack_object *tm = tf_wire_get(&r->body, "timings");
+    for (uint32_t k = 0; tm && tm->type == MSGPACK_OBJECT_ARRAY && k < tm->via.array.size; k++) {
+      const msgpack_object *e = &tm->via.array.ptr[k];
+      if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 3) continue;
+      char *name = tf_wire_strdup(&e->via.array.ptr[0]);
+      int64_t t0 = e->via.array.ptr[1].via.i64, t1 = e->via.array.ptr[2].via.i64;
+      if (name != NULL && t1 >= t0) tf_cost_model_record(m->costs, name, t1 - t0);
+      free(name);
+    }
+  }
+  return TF_OK;
+}
+
+tf_code tf__ms_run_partitions(tf_master *m, ms_session *sess, ms_prepared *p,
+                              tf_tensor **feeds, int64_t deadline_ms,
+                              bool trace, tf_tensor **fetched, tf_status *st) {
+  pthread_mutex_lock(&m->mu);
+  bool draining = m->draining;
+  pthread_mutex_unlock(&m->mu);
+  if (draining) return tf_status_set(st, TF_UNAVAILABLE, "the master is shutting down");
+  for (int i = 0; i < p->n_parts; i++) {
+    if (!tf__ms_task_up(m, p->parts[i].task, NULL)) {
+      return tf_status_set(st, TF_UNAVAILABLE, "%s is down (tfctl health shows "
+                           "the cluster); the step needs it",
+                           m->tasks[p->parts[i].task].prefix);
+    }
+  }
+  uint64_t step_id = 0;
+  if (getrandom(&step_id, sizeof step_id, 0) != (ssize_t)sizeof step_id) {
+    step_id = (uint64_t)tf__now_ns();
+  }
+  step_id = (step_id >> 8) | (1ull << 56); /* TF keeps the top byte 0x01 */
+  bool first_trace = !atomic_exchange(&p->traced, true);
+  ms_step *s = tf__xcalloc(1, sizeof *s);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  s->step_id = step_id;
+  s->n_parts = p->n_parts;
+  s->replies = tf__xcalloc((size_t)p->n_parts + 1, sizeof *s->replies);
+  int *tasks = tf__xcalloc((size_t)p->n_parts + 1, sizeof *tasks);
+  const char **prefixes = tf__xcalloc((size_t)p->n_parts + 1, sizeof *prefixes);
+  for (int i = 0; i < p->n_parts; i++) {
+    tasks[i] = p->parts[i].task;
+    prefixes[i] = m->tasks[tasks[i]].prefix;
+  }
+  s->tasks = tasks;
+  s->prefixes = prefixes;
+  s->refs = 1;
+  track(m, s, true);
+  int64_t rpc_ms = deadline_ms > 0 ? deadline_ms + RPC_GRACE_MS : NO_DEADLINE_RPC_MS;
+  for (int i = 0; i < p->n_parts; i++) {
+    tf_status ms;
+    tf_status_init(&ms);
+    nng_msg *msg = run_graph_msg(m, sess, &p->parts[i], step_id, feeds, deadline_ms,
+                                 trace || first_trace, &ms);
+    pthread_mutex_lock(&s->mu);
+    if (msg == NULL) {
+      fail_locked(s, ms.code, ms.msg);
+      pthread_mutex_unlock(&s->mu);
+      break;
+    }
+    s->pending++;
+    s->refs++;
+    pthread_mutex_unlock(&s->mu);
+    part_call *c = tf__xcalloc(1, sizeof *c);
+    c->s = s;
+    c->i = i;
+    tf_rpc_call_async(m->tasks[tasks[i]].client, msg, rpc_ms, part_done, c);
+  }
+  wait_step(s, deadline_ms);
+  track(m, s, false);
+  pthread_mutex_lock(&s->mu);
+  tf_code rc = s->failed ? tf_status_set(st, s->err.code, "%s", s->err.msg) : TF_OK;
+  pthread_mutex_unlock(&s->mu);
+  if (rc == TF_OK) rc = collect(m, p, s, fetched, st);
+  finish_on_tasks(m, p, step_id, rc == TF_OK ? NULL : st);
+  /* Late callbacks touch only the step record (replies), never tasks. */
+  free(tasks);
+  free(prefixes);
+  step_unref(s);
+  return rc;
+}

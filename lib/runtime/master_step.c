@@ -1,0 +1,377 @@
+/* master_step.c: RunStep. A step's (feeds, fetches, targets), sorted, is
+ * its signature; the first step of a signature prunes the session's graph
+ * (the local session's _Arg/_Retval rewrite), places it over the tasks'
+ * devices, partitions it and registers each partition on its task. Every
+ * step then sends one RunGraph per partition, concurrently, and waits for
+ * all of them, for the first error, for a task to go down, or for the
+ * deadline. After a failure every partition gets AbortStep; after every
+ * step every partition gets CleanupGraph (neither is waited for). A
+ * partition whose task restarted (ABORTED, graph handle unknown) makes the
+ * master register the signature again and retry the step once. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "lib/core/util.h"
+#include "lib/runtime/log.h"
+#include "lib/runtime/master_impl.h"
+#include "tf/serialize.h"
+
+
+/* ---- names and signatures ------------------------------------------------- */
+
+/* "x" -> "x:0"; "x:1" stays. */
+static char *canon(const char *name) {
+  const char *c = strrchr(name, ':');
+  if (c != NULL && c[1] != '\0' && strspn(c + 1, "0123456789") == strlen(c + 1)) {
+    return tf__xstrdup(name);
+  }
+  return tf__xasprintf("%s:0", name);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted, unique copies of names (canonical unless targets). */
+static char **sorted_unique(char **names, int n, bool targets, int *out_n) {
+  char **v = tf__xcalloc((size_t)n + 1, sizeof *v);
+  for (int i = 0; i < n; i++) v[i] = targets ? tf__xstrdup(names[i]) : canon(names[i]);
+  qsort(v, (size_t)n, sizeof *v, cmp_str);
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    if (k > 0 && strcmp(v[k - 1], v[i]) == 0) {
+      free(v[i]);
+    } else {
+      v[k++] = v[i];
+    }
+  }
+  *out_n = k;
+  return v;
+}
+
+static int find_sorted(char **v, int n, const char *canonical) {
+  char *const *p = bsearch(&canonical, v, (size_t)n, sizeof *v, cmp_str);
+  return p ? (int)(p - v) : -1;
+}
+
+static void free_strs(char **v, int n) {
+  for (int i = 0; v != NULL && i < n; i++) free(v[i]);
+  free(v);
+}
+
+/* ---- the request ---------------------------------------------------------- */
+
+typedef struct step_req {
+  int n_feeds, n_fetches, n_targets;
+  char **feed_names;
+  tf_tensor **feed_values;
+  char **fetch_names;
+  char **target_names;
+  bool trace;
+} step_req;
+
+static void step_req_fini(step_req *r) {
+  free_strs(r->feed_names, r->n_feeds);
+  for (int i = 0; r->feed_values && i < r->n_feeds; i++) tf_tensor_unref(r->feed_values[i]);
+  free(r->feed_values);
+  free_strs(r->fetch_names, r->n_fetches);
+  free_strs(r->target_names, r->n_targets);
+}
+
+static tf_code get_names(const tf_wire_msg *req, const char *key, char ***out,
+                         int *n, tf_status *st) {
+  const msgpack_object_array *a = tf_wire_get_array(&req->body, key, "RunStep", st);
+  if (a == NULL) return st->code;
+  *out = tf__xcalloc(a->size + 1, sizeof **out);
+  for (uint32_t i = 0; i < a->size; i++) {
+    (*out)[i] = tf_wire_strdup(&a->ptr[i]);
+    if ((*out)[i] == NULL) {
+      return tf_status_set(st, TF_INVALID_ARGUMENT, "RunStep: %s[%u] is not a "
+                           "string", key, i);
+    }
+    (*n)++;
+  }
+  return TF_OK;
+}
+
+static tf_code parse_step(const tf_wire_msg *req, step_req *r, tf_status *st) {
+  memset(r, 0, sizeof *r);
+  const msgpack_object_array *f = tf_wire_get_array(&req->body, "feeds", "RunStep", st);
+  if (f == NULL) return st->code;
+  r->feed_names = tf__xcalloc(f->size + 1, sizeof *r->feed_names);
+  r->feed_values = tf__xcalloc(f->size + 1, sizeof *r->feed_values);
+  for (uint32_t i = 0; i < f->size; i++) {
+    const msgpack_object *e = &f->ptr[i];
+    if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+        (r->feed_names[i] = tf_wire_strdup(&e->via.array.ptr[0])) == NULL) {
+      return tf_status_set(st, TF_INVALID_ARGUMENT, "RunStep: feeds[%u] is not "
+                           "[name, tensor]", i);
+    }
+    r->n_feeds++;
+    if (tf_wire_unpack_tensor(req, &e->via.array.ptr[1], &r->feed_values[i], st) != TF_OK) {
+      return tf_status_prefix(st, "RunStep: feed '%s'", r->feed_names[i]);
+    }
+  }
+  TF_TRY(get_names(req, "fetches", &r->fetch_names, &r->n_fetches, st));
+  TF_TRY(get_names(req, "targets", &r->target_names, &r->n_targets, st));
+  const msgpack_object *t = tf_wire_get(&req->body, "trace");
+  r->trace = t != NULL && t->type == MSGPACK_OBJECT_BOOLEAN && t->via.boolean;
+  return TF_OK;
+}
+
+/* ---- building a signature ------------------------------------------------- */
+
+static int *dup_ints(const int *v, int n) {
+  int *c = tf__xcalloc((size_t)n + 1, sizeof *c);
+  if (n > 0) memcpy(c, v, (size_t)n * sizeof *c);
+  return c;
+}
+
+static tf_code register_part(tf_master *m, ms_session *s, const tf_partition *pt,
+                             ms_part *mp, tf_status *st) {
+  void *buf = NULL;
+  size_t len = 0;
+  TF_TRY(tf_graph_to_msgpack(pt->g, &buf, &len, st));
+  tf_wire_header h = tf__ms_header(TF_M_REGISTER_GRAPH, s->handle, 0,
+                                   m->spec->rpc_timeout_ms);
+  tf_wire_writer *wr = tf_wire_writer_new(&h);
+  msgpack_packer *pk = tf_wire_body(wr);
+  msgpack_pack_map(pk, 1);
+  tf_wire_pack_str(pk, "graph");
+  msgpack_pack_bin(pk, len);
+  msgpack_pack_bin_body(pk, buf, len);
+  free(buf);
+  nng_msg *msg = NULL;
+  tf_wire_msg *reply = NULL;
+  TF_TRY(tf_wire_finish(wr, &msg, st));
+  TF_TRY(tf_rpc_call(m->tasks[mp->task].client, msg, m->spec->rpc_timeout_ms,
+                     &reply, st));
+  tf_code rc = tf_wire_get_u64(&reply->body, "handle", "RegisterGraph reply",
+                               &mp->handle, st);
+  tf_wire_msg_free(reply);
+  return rc;
+}
+
+static tf_code place_and_register(tf_master *m, ms_session *s, const tf_graph *g,
+                                  ms_prepared *p, tf_status *st) {
+  int nd = m->n_tasks;
+  tf_place_device *devs = tf__xcalloc((size_t)nd + 1, sizeof *devs);
+  uint64_t *incs = tf__xcalloc((size_t)nd + 1, sizeof *incs);
+  for (int i = 0; i < nd; i++) {
+    devs[i] = (tf_place_device){m->tasks[i].device, "CPU"};
+    tf__ms_task_up(m, i, &incs[i]);
+  }
+  int *assign = tf__xcalloc((size_t)tf_graph_num_nodes(g) + 1, sizeof *assign);
+  tf_place_opts po = {.default_job = "worker", .ps_job = "ps", .costs = m->costs};
+  tf_partition *parts = NULL;
+  int np = 0;
+  tf_code rc = tf_place(g, devs, nd, &po, assign, st);
+  if (rc == TF_OK) rc = tf_partition_graph(g, assign, devs, incs, nd, &parts, &np, st);
+  if (rc == TF_OK) {
+    p->parts = tf__xcalloc((size_t)np + 1, sizeof *p->parts);
+    for (int i = 0; i < np && rc == TF_OK; i++) {
+      ms_part *mp = &p->parts[i];
+      mp->task = parts[i].device;
+      mp->incarnation = incs[mp->task];
+      mp->n_args = parts[i].n_args;
+      mp->arg_feed = dup_ints(parts[i].arg_feed, parts[i].n_args);
+      mp->n_rets = parts[i].n_rets;
+      mp->ret_fetch = dup_ints(parts[i].ret_fetch, parts[i].n_rets);
+      p->n_parts++;
+      if (!tf__ms_task_up(m, mp->task, NULL)) {
+        rc = tf_status_set(st, TF_UNAVAILABLE, "%s is down; the step needs it",
+                           m->tasks[mp->task].prefix);
+      } else {
+        rc = register_part(m, s, &parts[i], mp, st);
+      }
+    }
+  }
+  tf_partitions_free(parts, np);
+  free(assign);
+  free(devs);
+  free(incs);
+  return rc;
+}
+
+static tf_code build(tf_master *m, ms_session *s, const step_req *r,
+                     char **feeds, int nf, char **fetches, int no,
+                     char **targets, int nt, ms_prepared **out, tf_status *st) {
+  sess_prepared *sp = NULL;
+  TF_TRY(tf__session_prepare(s->g, feeds, nf, fetches, no, targets, nt,
+                             TF__NO_EXECUTOR, &sp, st));
+  ms_prepared *p = tf__xcalloc(1, sizeof *p);
+  p->n_feeds = nf;
+  p->feeds = tf__xcalloc((size_t)nf + 1, sizeof *p->feeds);
+  p->feed_types = tf__xcalloc((size_t)nf + 1, sizeof *p->feed_types);
+  for (int i = 0; i < nf; i++) {
+    p->feeds[i] = tf__xstrdup(feeds[i]);
+    p->feed_types[i] = sp->feed_types[i];
+  }
+  p->n_fetches = no;
+  p->fetches = tf__xcalloc((size_t)no + 1, sizeof *p->fetches);
+  for (int i = 0; i < no; i++) p->fetches[i] = tf__xstrdup(fetches[i]);
+  tf_code rc = place_and_register(m, s, sp->g, p, st);
+  tf__session_prepared_free(sp);
+  if (rc != TF_OK) {
+    tf__ms_prepared_free(p);
+    return rc;
+  }
+  *out = p;
+  return TF_OK;
+}
+
+/* ---- RunStep -------------------------------------------------------------- */
+
+/* The signature's prepared partitions, built on first use. */
+static tf_code lookup(tf_master *m, ms_session *s, const step_req *r,
+                      char **feeds, int nf, char **fetches, int no,
+                      char **targets, int nt, bool rebuild, ms_prepared **out,
+                      tf_status *st) {
+  size_t len = 16;
+  for (int i = 0; i < nf; i++) len += strlen(feeds[i]) + 1;
+  for (int i = 0; i < no; i++) len += strlen(fetches[i]) + 1;
+  for (int i = 0; i < nt; i++) len += strlen(targets[i]) + 1;
+  char *key = tf__xcalloc(len, 1);
+  for (int i = 0; i < nf; i++) strcat(strcat(key, feeds[i]), ",");
+  strcat(key, "|");
+  for (int i = 0; i < no; i++) strcat(strcat(key, fetches[i]), ",");
+  strcat(key, "|");
+  for (int i = 0; i < nt; i++) strcat(strcat(key, targets[i]), ",");
+  pthread_mutex_lock(&s->mu);
+  tf_code rc = TF_OK;
+  ms_prepared *p = NULL;
+  if (s->closed) {
+    rc = tf_status_set(st, TF_FAILED_PRECONDITION, "RunStep on a closed session");
+  } else {
+    p = tf__strmap_get(&s->cache, key, NULL);
+    if (p != NULL && rebuild) {
+      tf__strmap_del(&s->cache, key);
+      s->retired = tf__xrealloc(s->retired, (size_t)(s->n_retired + 1) * sizeof *s->retired);
+      s->retired[s->n_retired++] = p; /* other steps may still run it */
+      p = NULL;
+    }
+    if (p == NULL) {
+      rc = build(m, s, r, feeds, nf, fetches, no, targets, nt, &p, st);
+      if (rc == TF_OK) tf__strmap_put(&s->cache, key, p);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  free(key);
+  *out = p;
+  return rc;
+}
+
+/* Feeds by sorted index, checked against the graph's types. */
+static tf_code order_feeds(const ms_prepared *p, const step_req *r,
+                           tf_tensor **by_index, tf_status *st) {
+  for (int i = 0; i < r->n_feeds; i++) {
+    char *c = canon(r->feed_names[i]);
+    int k = find_sorted(p->feeds, p->n_feeds, c);
+    free(c);
+    if (by_index[k] != NULL) {
+      return tf_status_set(st, TF_INVALID_ARGUMENT, "feed '%s' is given twice",
+                           r->feed_names[i]);
+    }
+    if (r->feed_values[i]->dtype != p->feed_types[k]) {
+      return tf_status_set(st, TF_INVALID_ARGUMENT, "feed '%s': the graph "
+                           "expects %s, got a %s tensor", r->feed_names[i],
+                           tf_dtype_name(p->feed_types[k]),
+                           tf_dtype_name(r->feed_values[i]->dtype));
+    }
+    by_index[k] = r->feed_values[i];
+  }
+  return TF_OK;
+}
+
+static nng_msg *step_reply(const tf_wire_msg *req, const step_req *r,
+                           const ms_prepared *p, tf_tensor **fetched,
+                           tf_status *st) {
+  tf_wire_writer *wr = tf__ms_reply(req);
+  msgpack_packer *pk = tf_wire_body(wr);
+  msgpack_pack_map(pk, 1);
+  tf_wire_pack_str(pk, "fetches");
+  msgpack_pack_array(pk, (size_t)r->n_fetches);
+  for (int i = 0; i < r->n_fetches; i++) {
+    char *c = canon(r->fetch_names[i]);
+    tf_wire_pack_tensor(wr, fetched[find_sorted(p->fetches, p->n_fetches, c)]);
+    free(c);
+  }
+  nng_msg *msg = NULL;
+  tf_wire_finish(wr, &msg, st);
+  return msg;
+}
+
+static bool task_restarted(tf_master *m, const ms_prepared *p) {
+  bool any = false;
+  for (int i = 0; i < p->n_parts; i++) {
+    uint64_t inc = 0;
+    tf__ms_refresh_task(m, p->parts[i].task, m->spec->rpc_timeout_ms);
+    if (tf__ms_task_up(m, p->parts[i].task, &inc) && inc != p->parts[i].incarnation) {
+      any = true;
+    }
+  }
+  return any;
+}
+
+static nng_msg *run_signature(tf_master *m, ms_session *s, const tf_wire_msg *req,
+                              const step_req *r, char **feeds, int nf,
+                              char **fetches, int no, char **targets, int nt,
+                              tf_status *st) {
+  int64_t deadline_ms = req->h.deadline_ms > 0 ? req->h.deadline_ms
+                                               : m->spec->step_timeout_ms;
+  nng_msg *reply = NULL;
+  for (int attempt = 0; attempt < 2 && reply == NULL; attempt++) {
+    ms_prepared *p = NULL;
+    tf_status_init(st);
+    if (lookup(m, s, r, feeds, nf, fetches, no, targets, nt, attempt > 0, &p, st) != TF_OK) {
+      break;
+    }
+    tf_tensor **by_index = tf__xcalloc((size_t)nf + 1, sizeof *by_index);
+    tf_tensor **fetched = tf__xcalloc((size_t)no + 1, sizeof *fetched);
+    tf_code rc = order_feeds(p, r, by_index, st);
+    if (rc == TF_OK) {
+      rc = tf__ms_run_partitions(m, s, p, by_index, deadline_ms, r->trace, fetched, st);
+    }
+    if (rc == TF_OK) reply = step_reply(req, r, p, fetched, st);
+    for (int i = 0; i < no; i++) tf_tensor_unref(fetched[i]);
+    free(fetched);
+    free(by_index);
+    if (rc != TF_ABORTED || attempt > 0 || !task_restarted(m, p)) break;
+    tf_log(LOG_WARNING, "session %016" PRIx64 ": a task restarted; registering "
+           "the step's partitions again and retrying", s->handle);
+  }
+  return reply;
+}
+
+nng_msg *tf__ms_run_step(tf_master *m, const tf_wire_msg *req, tf_status *st) {
+  step_req r;
+  if (parse_step(req, &r, st) != TF_OK) {
+    step_req_fini(&r);
+    return NULL;
+  }
+  ms_session *s = tf__ms_session_get(m, req->h.session, st);
+  if (s == NULL) {
+    step_req_fini(&r);
+    return NULL;
+  }
+  int nf, no, nt;
+  char **feeds = sorted_unique(r.feed_names, r.n_feeds, false, &nf);
+  char **fetches = sorted_unique(r.fetch_names, r.n_fetches, false, &no);
+  char **targets = sorted_unique(r.target_names, r.n_targets, true, &nt);
+  nng_msg *reply = NULL;
+  if (nf != r.n_feeds) {
+    tf_status_set(st, TF_INVALID_ARGUMENT, "RunStep: a feed is given twice");
+  } else {
+    reply = run_signature(m, s, req, &r, feeds, nf, fetches, no, targets, nt, st);
+  }
+  free_strs(feeds, nf);
+  free_strs(fetches, no);
+  free_strs(targets, nt);
+  tf__ms_session_put(m, s);
+  step_req_fini(&r);
+  return reply;
+}

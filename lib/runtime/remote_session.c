@@ -1,0 +1,194 @@
+/* remote_session.c: the client side of a session whose target is a
+ * tfmaster URL (tf_session_options.target). The local session object keeps
+ * the graph copy and hands new nodes here; this file turns them and every
+ * call into master-service requests (docs/wire.md). Registered with
+ * lib/core's session through tf__session_set_remote_ops when the library
+ * loads, so lib/core knows no transport. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/core/serialize_util.h"
+#include "lib/core/session_impl.h"
+#include "lib/core/util.h"
+#include "lib/transport/rpc.h"
+
+/* Control calls (create, extend, close, reset); steps use their own. */
+#define CONTROL_TIMEOUT_MS 60000
+/* A step without timeout_ms waits this long for the master's answer; the
+ * master itself fails steps on tasks that go down. */
+#define NO_DEADLINE_RPC_MS (24LL * 3600 * 1000)
+#define RPC_GRACE_MS 5000
+
+typedef struct remote {
+  tf_rpc_client *c;
+  uint64_t session;
+  char *target;
+} remote;
+
+static tf_wire_writer *request(const remote *r, int method, int64_t deadline_ms) {
+  tf_wire_header h = {.version = TF_WIRE_VERSION, .method = method,
+                      .request_id = tf_rpc_new_request_id(),
+                      .session = r->session, .deadline_ms = deadline_ms};
+  return tf_wire_writer_new(&h);
+}
+
+/* Finishes wr, calls, and returns the reply (or NULL with st set). */
+static tf_wire_msg *call(remote *r, tf_wire_writer *wr, int64_t timeout_ms,
+                         tf_status *st) {
+  nng_msg *m = NULL;
+  tf_wire_msg *reply = NULL;
+  if (tf_wire_finish(wr, &m, st) != TF_OK) return NULL;
+  if (tf_rpc_call(r->c, m, timeout_ms, &reply, st) != TF_OK) return NULL;
+  return reply;
+}
+
+static tf_code pack_graph(msgpack_packer *pk, const tf_graph *g, int from,
+                          tf_status *st) {
+  void *buf = NULL;
+  size_t len = 0;
+  TF_TRY(tf__graph_nodes_to_msgpack(g, from, &buf, &len, st));
+  msgpack_pack_map(pk, 1);
+  tf_wire_pack_str(pk, "graph");
+  msgpack_pack_bin(pk, len);
+  msgpack_pack_bin_body(pk, buf, len);
+  free(buf);
+  return TF_OK;
+}
+
+static void *r_open(const char *target, tf_status *st) {
+  remote *r = tf__xcalloc(1, sizeof *r);
+  r->target = tf__xstrdup(target);
+  if (tf_rpc_client_new(target, 0, &r->c, st) != TF_OK) {
+    free(r->target);
+    free(r);
+    return NULL;
+  }
+  tf_wire_writer *wr = request(r, TF_M_CREATE_SESSION, CONTROL_TIMEOUT_MS);
+  msgpack_pack_map(tf_wire_body(wr), 0);
+  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  if (reply == NULL ||
+      tf_wire_get_u64(&reply->body, "session", "CreateSession reply", &r->session, st) != TF_OK) {
+    tf_wire_msg_free(reply);
+    tf_status_prefix(st, "session on %s", target);
+    tf_rpc_client_free(r->c);
+    free(r->target);
+    free(r);
+    return NULL;
+  }
+  tf_wire_msg_free(reply);
+  return r;
+}
+
+static tf_code r_extend(void *impl, const tf_graph *g, int from, tf_status *st) {
+  remote *r = impl;
+  tf_wire_writer *wr = request(r, TF_M_EXTEND_SESSION, CONTROL_TIMEOUT_MS);
+  if (pack_graph(tf_wire_body(wr), g, from, st) != TF_OK) {
+    tf_wire_writer_free(wr);
+    return st->code;
+  }
+  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_msg_free(reply);
+  return reply ? TF_OK : st->code;
+}
+
+static void pack_names(msgpack_packer *pk, const char *key,
+                       const char *const *names, int n) {
+  tf_wire_pack_str(pk, key);
+  msgpack_pack_array(pk, (size_t)n);
+  for (int i = 0; i < n; i++) tf_wire_pack_str(pk, names[i]);
+}
+
+static tf_code unpack_fetches(const tf_wire_msg *reply, tf_tensor **out, int n,
+                              tf_status *st) {
+  const msgpack_object_array *a = tf_wire_get_array(&reply->body, "fetches",
+                                                    "RunStep reply", st);
+  if (a == NULL) return st->code;
+  if ((int)a->size != n) {
+    return tf_status_set(st, TF_INTERNAL, "RunStep reply has %u fetches, "
+                         "expected %d", a->size, n);
+  }
+  for (int i = 0; i < n; i++) {
+    if (tf_wire_unpack_tensor(reply, &a->ptr[i], &out[i], st) != TF_OK) {
+      for (int k = 0; k < i; k++) {
+        tf_tensor_unref(out[k]);
+        out[k] = NULL;
+      }
+      return tf_status_prefix(st, "RunStep reply: fetch %d", i);
+    }
+  }
+  return TF_OK;
+}
+
+static tf_code r_run(void *impl, const tf_run_options *opts,
+                     const char *const *feed_names, tf_tensor *const *feed_values,
+                     int n_feeds, const char *const *fetch_names,
+                     tf_tensor **fetch_values, int n_fetches,
+                     const char *const *target_names, int n_targets,
+                     tf_run_metadata *meta, tf_status *st) {
+  remote *r = impl;
+  int64_t timeout = opts && opts->timeout_ms > 0 ? opts->timeout_ms : 0;
+  tf_wire_writer *wr = request(r, TF_M_RUN_STEP, timeout);
+  msgpack_packer *pk = tf_wire_body(wr);
+  msgpack_pack_map(pk, 4);
+  tf_wire_pack_str(pk, "feeds");
+  msgpack_pack_array(pk, (size_t)n_feeds);
+  for (int i = 0; i < n_feeds; i++) {
+    msgpack_pack_array(pk, 2);
+    tf_wire_pack_str(pk, feed_names[i]);
+    tf_wire_pack_tensor(wr, feed_values[i]);
+  }
+  pack_names(pk, "fetches", fetch_names, n_fetches);
+  pack_names(pk, "targets", target_names, n_targets);
+  tf_wire_pack_str(pk, "trace");
+  if (opts && opts->trace) {
+    msgpack_pack_true(pk);
+  } else {
+    msgpack_pack_false(pk);
+  }
+  int64_t rpc_ms = timeout > 0 ? timeout + RPC_GRACE_MS : NO_DEADLINE_RPC_MS;
+  tf_wire_msg *reply = call(r, wr, rpc_ms, st);
+  if (reply == NULL) return st->code;
+  tf_code rc = unpack_fetches(reply, fetch_values, n_fetches, st);
+  tf_wire_msg_free(reply);
+  if (meta != NULL) memset(meta, 0, sizeof *meta);
+  return rc;
+}
+
+static tf_code r_reset(void *impl, const char *const *containers, int n,
+                       tf_status *st) {
+  remote *r = impl;
+  tf_wire_writer *wr = request(r, TF_M_RESET, CONTROL_TIMEOUT_MS);
+  msgpack_packer *pk = tf_wire_body(wr);
+  msgpack_pack_map(pk, 1);
+  pack_names(pk, "containers", containers, n);
+  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_msg_free(reply);
+  return reply ? TF_OK : st->code;
+}
+
+static tf_code r_close(void *impl, tf_status *st) {
+  remote *r = impl;
+  if (r->session == 0) return TF_OK;
+  tf_wire_writer *wr = request(r, TF_M_CLOSE_SESSION, CONTROL_TIMEOUT_MS);
+  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_msg_free(reply);
+  r->session = 0;
+  return reply ? TF_OK : st->code;
+}
+
+static void r_free(void *impl) {
+  remote *r = impl;
+  if (r == NULL) return;
+  tf_rpc_client_free(r->c);
+  free(r->target);
+  free(r);
+}
+
+static const tf__remote_ops remote_ops = {r_open, r_extend, r_run, r_reset,
+                                          r_close, r_free};
+
+__attribute__((constructor)) static void register_remote(void) {
+  tf__session_set_remote_ops(&remote_ops);
+}

@@ -1,0 +1,335 @@
+/* worker.c: the worker service's lifecycle, its registry of partition
+ * graphs, and the small methods (GetStatus, RegisterGraph, CleanupGraph,
+ * AbortStep, DeregisterGraph, WorkerReset). RunGraph and TensorPush are in
+ * worker_run.c. Every handler runs on one of the RPC server's threads and
+ * may block (RunGraph waits for its step, bounded by the step deadline). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/core/util.h"
+#include "lib/runtime/log.h"
+#include "lib/runtime/worker_impl.h"
+#include "tf/serialize.h"
+
+static uint64_t random_u64(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v || v == 0) {
+    v = (uint64_t)tf__now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+  }
+  return v ? v : 1;
+}
+
+tf_wire_writer *tf__wk_reply(const tf_wire_msg *req) {
+  tf_wire_header h = {.version = TF_WIRE_VERSION, .method = req->h.method,
+                      .request_id = req->h.request_id,
+                      .session = req->h.session, .step_id = req->h.step_id,
+                      .is_reply = true, .code = TF_OK, .error = ""};
+  return tf_wire_writer_new(&h);
+}
+
+nng_msg *tf__wk_empty_reply(const tf_wire_msg *req, tf_status *st) {
+  nng_msg *m = NULL;
+  tf_wire_finish(tf__wk_reply(req), &m, st);
+  return m;
+}
+
+tf_rpc_client *tf__wk_client(tf_worker *w, const char *url, tf_status *st) {
+  pthread_mutex_lock(&w->cmu);
+  tf_rpc_client *c = tf__strmap_get(&w->clients, url, NULL);
+  if (c == NULL && tf_rpc_client_new(url, w->spec->max_message_bytes, &c, st) == TF_OK) {
+    tf__strmap_put(&w->clients, url, c);
+  }
+  pthread_mutex_unlock(&w->cmu);
+  return c;
+}
+
+/* ---- GetStatus ------------------------------------------------------------ */
+
+static nng_msg *get_status(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
+  tf_wire_writer *wr = tf__wk_reply(req);
+  msgpack_packer *pk = tf_wire_body(wr);
+  pthread_mutex_lock(&w->mu);
+  int running = w->n_steps, graphs = w->n_graphs;
+  pthread_mutex_unlock(&w->mu);
+  msgpack_pack_map(pk, 9);
+  tf_wire_pack_str(pk, "job");
+  tf_wire_pack_str(pk, w->job);
+  tf_wire_pack_str(pk, "task");
+  msgpack_pack_int(pk, w->task);
+  tf_wire_pack_str(pk, "incarnation");
+  msgpack_pack_uint64(pk, w->incarnation);
+  tf_wire_pack_str(pk, "devices");
+  msgpack_pack_array(pk, 1);
+  msgpack_pack_map(pk, 3);
+  tf_wire_pack_str(pk, "name");
+  tf_wire_pack_str(pk, w->dev_name);
+  tf_wire_pack_str(pk, "type");
+  tf_wire_pack_str(pk, "CPU");
+  tf_wire_pack_str(pk, "incarnation");
+  msgpack_pack_uint64(pk, w->incarnation);
+  tf_wire_pack_str(pk, "running_steps");
+  msgpack_pack_int(pk, running);
+  tf_wire_pack_str(pk, "step_tables");
+  msgpack_pack_int(pk, tf_rdv_mgr_live_steps(w->rdv));
+  tf_wire_pack_str(pk, "buffered_bytes");
+  msgpack_pack_int64(pk, tf_rdv_mgr_buffered_bytes(w->rdv));
+  tf_wire_pack_str(pk, "graphs");
+  msgpack_pack_int(pk, graphs);
+  tf_wire_pack_str(pk, "steps_run");
+  msgpack_pack_uint64(pk, atomic_load(&w->steps_run));
+  nng_msg *m = NULL;
+  tf_wire_finish(wr, &m, st);
+  return m;
+}
+
+/* ---- graphs --------------------------------------------------------------- */
+
+static void graph_free(wk_graph *g) {
+  tf_executor_free(g->ex);
+  tf_graph_free(g->g);
+  free(g);
+}
+
+static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
+                               tf_status *st) {
+  const msgpack_object *bin = tf_wire_get(&req->body, "graph");
+  if (bin == NULL || bin->type != MSGPACK_OBJECT_BIN) {
+    tf_status_set(st, TF_INVALID_ARGUMENT, "RegisterGraph: field 'graph' "
+                  "missing or not binary");
+    return NULL;
+  }
+  wk_graph *g = tf__xcalloc(1, sizeof *g);
+  g->session = req->h.session;
+  g->g = tf_graph_new();
+  tf_executor_opts eo = {.device = &w->dev, .runner = w->runner};
+  if (tf_graph_from_msgpack(g->g, bin->via.bin.ptr, bin->via.bin.size, st) != TF_OK ||
+      tf_executor_new(g->g, &eo, &g->ex, st) != TF_OK) {
+    tf_status_prefix(st, "RegisterGraph on %s", w->task_prefix);
+    graph_free(g);
+    return NULL;
+  }
+  char key[24];
+  pthread_mutex_lock(&w->mu);
+  g->handle = ++w->next_handle;
+  snprintf(key, sizeof key, "%016" PRIx64, g->handle);
+  tf__strmap_put(&w->graphs, key, g);
+  w->n_graphs++;
+  pthread_mutex_unlock(&w->mu);
+  tf_log(LOG_DEBUG, "registered graph %s (%d nodes) for session %016" PRIx64,
+         key, tf_graph_num_nodes(g->g), g->session);
+  tf_wire_writer *wr = tf__wk_reply(req);
+  msgpack_packer *pk = tf_wire_body(wr);
+  msgpack_pack_map(pk, 1);
+  tf_wire_pack_str(pk, "handle");
+  msgpack_pack_uint64(pk, g->handle);
+  nng_msg *m = NULL;
+  tf_wire_finish(wr, &m, st);
+  return m;
+}
+
+wk_graph *tf__wk_graph_get(tf_worker *w, uint64_t handle, tf_status *st) {
+  char key[24];
+  snprintf(key, sizeof key, "%016" PRIx64, handle);
+  pthread_mutex_lock(&w->mu);
+  wk_graph *g = tf__strmap_get(&w->graphs, key, NULL);
+  if (g != NULL) g->refs++;
+  pthread_mutex_unlock(&w->mu);
+  if (g == NULL) {
+    tf_status_set(st, TF_ABORTED, "Graph handle is not found: %s on %s. "
+                  "Possibly, this worker just restarted (incarnation "
+                  "%016" PRIx64 ")", key, w->task_prefix, w->incarnation);
+  }
+  return g;
+}
+
+void tf__wk_graph_put(tf_worker *w, wk_graph *g) {
+  pthread_mutex_lock(&w->mu);
+  bool last = --g->refs < 0;
+  pthread_mutex_unlock(&w->mu);
+  if (last) graph_free(g);
+}
+
+static nng_msg *deregister_graph(tf_worker *w, const tf_wire_msg *req,
+                                 tf_status *st) {
+  uint64_t handle;
+  if (tf_wire_get_u64(&req->body, "handle", "DeregisterGraph", &handle, st) != TF_OK) {
+    return NULL;
+  }
+  char key[24];
+  snprintf(key, sizeof key, "%016" PRIx64, handle);
+  pthread_mutex_lock(&w->mu);
+  wk_graph *g = tf__strmap_get(&w->graphs, key, NULL);
+  if (g != NULL) {
+    tf__strmap_del(&w->graphs, key);
+    w->n_graphs--;
+  }
+  bool last = g != NULL && --g->refs < 0;
+  pthread_mutex_unlock(&w->mu);
+  if (last) graph_free(g);
+  return tf__wk_empty_reply(req, st);
+}
+
+/* ---- steps ---------------------------------------------------------------- */
+
+static nng_msg *abort_step(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
+  int64_t code = TF_ABORTED;
+  char *msg = NULL;
+  const msgpack_object *c = tf_wire_get(&req->body, "code");
+  if (c != NULL && c->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+      c->via.u64 > 0 && c->via.u64 <= TF_UNAUTHENTICATED) {
+    code = (int64_t)c->via.u64;
+  }
+  const msgpack_object *mo = tf_wire_get(&req->body, "msg");
+  msg = mo ? tf_wire_strdup(mo) : NULL;
+  tf_status why;
+  tf_status_set(&why, (tf_code)code, "step %" PRIu64 " aborted: %s",
+                req->h.step_id, msg ? msg : "(no reason given)");
+  pthread_mutex_lock(&w->mu);
+  for (int i = 0; i < w->n_steps; i++) {
+    if (w->steps[i].step_id == req->h.step_id) {
+      tf_cancel_start(w->steps[i].cancel, why.code, why.msg);
+    }
+  }
+  pthread_mutex_unlock(&w->mu);
+  tf_rdv_mgr_abort(w->rdv, req->h.step_id, &why);
+  free(msg);
+  return tf__wk_empty_reply(req, st);
+}
+
+static nng_msg *cleanup_graph(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
+  tf_rdv_mgr_cleanup(w->rdv, req->h.step_id);
+  return tf__wk_empty_reply(req, st);
+}
+
+static nng_msg *worker_reset(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
+  const msgpack_object_array *a = tf_wire_get_array(&req->body, "containers",
+                                                    "WorkerReset", st);
+  if (a == NULL) return NULL;
+  if (a->size == 0) tf_resource_mgr_reset(w->res, "");
+  for (uint32_t i = 0; i < a->size; i++) {
+    char *c = tf_wire_strdup(&a->ptr[i]);
+    tf_resource_mgr_reset(w->res, c ? c : "");
+    free(c);
+  }
+  return tf__wk_empty_reply(req, st);
+}
+
+static nng_msg *handle(void *arg, const tf_wire_msg *req, tf_status *st) {
+  tf_worker *w = arg;
+  switch (req->h.method) {
+    case TF_M_GET_STATUS: return get_status(w, req, st);
+    case TF_M_REGISTER_GRAPH: return register_graph(w, req, st);
+    case TF_M_RUN_GRAPH: return tf__wk_run_graph(w, req, st);
+    case TF_M_TENSOR_PUSH: return tf__wk_tensor_push(w, req, st);
+    case TF_M_CLEANUP_GRAPH: return cleanup_graph(w, req, st);
+    case TF_M_ABORT_STEP: return abort_step(w, req, st);
+    case TF_M_DEREGISTER_GRAPH: return deregister_graph(w, req, st);
+    case TF_M_WORKER_RESET: return worker_reset(w, req, st);
+    default:
+      tf_status_set(st, TF_UNIMPLEMENTED, "%s: method %d (%s) is not a worker "
+                    "method", w->task_prefix, req->h.method,
+                    tf_method_name(req->h.method));
+      return NULL;
+  }
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
+                        tf_worker **out, tf_status *st) {
+  *out = NULL;
+  TF_TRY(tf_cluster_spec_check_task(spec, job, task, st));
+  char *url = tf_cluster_task_url(spec, job, task);
+  tf_worker *w = tf__xcalloc(1, sizeof *w);
+  w->spec = spec;
+  w->job = tf__xstrdup(job);
+  w->task = task;
+  w->incarnation = random_u64();
+  w->task_prefix = tf__xasprintf("/job:%s/replica:0/task:%d", job, task);
+  w->dev_name = tf__xasprintf("%s/device:CPU:0", w->task_prefix);
+  w->dev = *tf_cpu_device();
+  w->dev.name = w->dev_name;
+  w->res = tf_resource_mgr_new();
+  int threads = spec->inter_op_threads > 0 ? spec->inter_op_threads
+                                           : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (threads > 1) w->runner = tf_workq_new(threads, "inter-op");
+  w->rdv = tf_rdv_mgr_new(w->task_prefix, spec->step_ttl_ms, tf__wk_remote_send, w);
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_mutex_init(&w->cmu, NULL);
+  pthread_cond_init(&w->idle_cv, NULL);
+  tf__strmap_init(&w->graphs);
+  tf__strmap_init(&w->clients);
+  tf_code rc = tf_rpc_server_start(url, spec->rpc_threads, spec->max_message_bytes,
+                                   handle, w, &w->srv, st);
+  if (rc != TF_OK) {
+    tf_status_prefix(st, "worker %s", w->task_prefix);
+    tf_worker_free(w);
+  } else {
+    tf_log(LOG_INFO, "serving %s on %s (incarnation %016" PRIx64 ")",
+           w->dev_name, url, w->incarnation);
+    *out = w;
+  }
+  free(url);
+  return rc;
+}
+
+void tf_worker_tick(tf_worker *w) {
+  int n = tf_rdv_mgr_sweep(w->rdv, tf__now_ns());
+  if (n > 0) tf_log(LOG_NOTICE, "expired %d orphaned step table(s)", n);
+}
+
+void tf_worker_drain(tf_worker *w, int64_t timeout_ms) {
+  int64_t deadline = tf__now_ns() + timeout_ms * 1000000;
+  pthread_mutex_lock(&w->mu);
+  w->draining = true;
+  while (w->n_steps > 0 && tf__now_ns() < deadline) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000;
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&w->idle_cv, &w->mu, &ts);
+  }
+  for (int i = 0; i < w->n_steps; i++) {
+    tf_cancel_start(w->steps[i].cancel, TF_UNAVAILABLE, "the worker is shutting down");
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void free_client(void *v) { tf_rpc_client_free(v); }
+
+void tf_worker_free(tf_worker *w) {
+  if (w == NULL) return;
+  tf_rpc_server_stop(w->srv); /* no handler runs after this */
+  tf_rdv_mgr_free(w->rdv);
+  tf__strmap_each(&w->graphs, (void (*)(void *))graph_free);
+  tf__strmap_fini(&w->graphs);
+  tf__strmap_each(&w->clients, free_client);
+  tf__strmap_fini(&w->clients);
+  tf_workq_free(w->runner);
+  tf_resource_mgr_free(w->res);
+  pthread_mutex_destroy(&w->mu);
+  pthread_mutex_destroy(&w->cmu);
+  pthread_cond_destroy(&w->idle_cv);
+  free(w->steps);
+  free(w->job);
+  free(w->task_prefix);
+  free(w->dev_name);
+  free(w);
+}
+
+uint64_t tf_worker_incarnation(const tf_worker *w) { return w->incarnation; }
+const char *tf_worker_device_name(const tf_worker *w) { return w->dev_name; }
+
+int tf_worker_running_steps(tf_worker *w) {
+  pthread_mutex_lock(&w->mu);
+  int n = w->n_steps;
+  pthread_mutex_unlock(&w->mu);
+  return n;
+}
+
+int tf_worker_live_step_tables(tf_worker *w) { return tf_rdv_mgr_live_steps(w->rdv); }
