@@ -54,10 +54,31 @@ TEST_SRCS := $(shell find test/unit -name '*_test.c' | sort)
 else
 TEST_SRCS := $(patsubst %,test/unit/%_test.c,$(TESTS))
 endif
+# Integration tests (test/integration/*_test.c) start the real daemons: they
+# link the harness and run after the programs are built.
+ifeq ($(TESTS),)
+INTEG_SRCS := $(shell find test/integration -name '*_test.c' 2>/dev/null | sort)
+else
+INTEG_SRCS :=
+endif
+TEST_SRCS += $(INTEG_SRCS)
 TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o
 TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o
 CMD_SRCS  := $(wildcard cmd/*/main.c)
-CMD_BINS  := $(patsubst cmd/%/main.c,bin/%,$(CMD_SRCS))
+# Programs: bin/ for the normal build, $(BUILD)/bin under sanitizers.
+ifeq ($(SANITIZE),)
+BINDIR    := bin
+else
+BINDIR    := $(BUILD)/bin
+endif
+CMD_BINS  := $(patsubst cmd/%/main.c,$(BINDIR)/%,$(CMD_SRCS))
+# libsystemd's sd_notify for Type=notify readiness (optional at build time).
+HAVE_SYSTEMD := $(shell pkg-config --exists libsystemd 2>/dev/null && echo yes)
+ifeq ($(HAVE_SYSTEMD),yes)
+CMD_CFLAGS := -DTF_HAVE_SYSTEMD
+CMD_LIBS   := $(shell pkg-config --libs libsystemd)
+endif
 FUZZ_SRCS := $(wildcard test/fuzz/*_fuzz.c)
 
 STATIC  := $(LIBDIR)/libtf.a
@@ -68,7 +89,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check test-run bench-matmul bench-executor bench-train docs clean info demo fuzz
+.PHONY: all deps check test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz
 all: info $(STATIC) $(SHARED) $(CMD_BINS)
 
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -99,9 +120,21 @@ $(STATIC): $(LIB_OBJS)
 $(SHARED): $(LIB_OBJS)
 	$(CC) -shared $(LDSAN) -o $@ $^ $(LDLIBS)
 
-bin/%: $(BUILD)/obj/cmd/%/main.o $(STATIC)
-	@mkdir -p bin
-	$(CC) $(LDSAN) -o $@ $< $(LINK_TF) $(LDLIBS)
+$(BUILD)/obj/cmd/%.o: cmd/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CMD_CFLAGS) -c $< -o $@
+
+$(BINDIR)/%: $(BUILD)/obj/cmd/%/main.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $< $(LINK_TF) $(LDLIBS) $(CMD_LIBS)
+
+$(BUILD)/obj/test/integration/%.o: test/integration/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DTF_BIN_DIR='"$(abspath $(BINDIR))"' -c $< -o $@
+
+$(BUILD)/test/integration/%: $(BUILD)/obj/test/integration/%.o $(HARNESS_OBJS) $(TESTUTIL_OBJS) $(STATIC) $(CMD_BINS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $< $(HARNESS_OBJS) $(TESTUTIL_OBJS) $(LINK_TF) $(CHECK_LIBS) $(LDLIBS)
 
 $(BUILD)/test/%: $(BUILD)/obj/test/%.o $(TESTUTIL_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
@@ -112,7 +145,7 @@ $(BUILD)/test/%: $(BUILD)/obj/test/%.o $(TESTUTIL_OBJS) $(STATIC)
 # freshly installed packages).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) >/dev/null
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) $(CMD_BINS) >/dev/null
 	@$(MAKE) --no-print-directory test-run
 
 test-run: info $(STATIC) $(TEST_BINS)
@@ -147,6 +180,12 @@ bench-train: deps
 bench-executor: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_executor
 	@$(BUILD)/bench/bench_executor
+
+# bench-dist: issue 5's loopback figures; starts bin/tfmaster and
+# bin/tfworker (a 1 master, 1 ps, 1 worker cluster on free ports).
+bench-dist: deps
+	@$(MAKE) --no-print-directory $(BINDIR)/tfmaster $(BINDIR)/tfworker $(BUILD)/bench/bench_dist
+	@$(BUILD)/bench/bench_dist --bin $(BINDIR)
 
 docs: $(BUILD)/tools/gen_ops_doc
 	$(BUILD)/tools/gen_ops_doc > docs/ops.md

@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config
   libuv1-dev libnng-dev libmsgpack-dev libyaml-dev check
-  libopenblas-dev libdnnl-dev zlib1g-dev
+  libopenblas-dev libdnnl-dev zlib1g-dev libsystemd-dev
   python3-numpy python3-yaml
   dataset-fashion-mnist
 )

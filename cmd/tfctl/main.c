@@ -1,0 +1,605 @@
+/* tfctl: the command-line client of a cluster (docs/operations.md).
+ *   tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...
+ * health, devices, run, graph talk to the master (-m, or the spec's master
+ * task with -c); cluster up|down start and stop a local development
+ * cluster (lib/runtime/ctl_procs.h). Exit 0 on success, 1 with one line
+ * "tfctl: <reason>" on stderr when the command failed, 2 for usage errors. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/runtime/cluster_spec.h"
+#include "lib/runtime/ctl_client.h"
+#include "lib/runtime/ctl_cluster.h"
+#include "lib/runtime/ctl_graph.h"
+#include "lib/runtime/ctl_procs.h"
+#include "lib/runtime/placement.h"
+#include "tf/serialize.h"
+#include "tf/session.h"
+
+enum { CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
+
+/* The command line. */
+typedef struct ctl_args {
+  const char *config, *master, *timeout_str, *out_dir, *format, *run_dir;
+  const char **pos, **feeds, **fetches, **targets;
+  int n_pos, n_feeds, n_fetches, n_targets;
+  bool placed;
+  int64_t timeout_ms; /* 0: unset */
+  tf_cluster_spec *spec; /* loaded from config */
+  char *master_url;
+} ctl_args;
+
+static const char *usage_text =
+    "usage: tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...\n"
+    "  health                          every task: job task address up|down incarnation devices\n"
+    "  devices                         the cluster's devices\n"
+    "  run GRAPH --fetch NAME:0 ... [--feed NAME=FILE.npy ...] [--target NAME ...] [--out DIR]\n"
+    "  graph GRAPH [--format yaml|dot] [--placed]\n"
+    "  cluster up (-c CONFIG | CONFIG) [--run-dir DIR] [--timeout-ms N]\n"
+    "  cluster down (-c CONFIG | CONFIG) [--run-dir DIR]\n";
+
+static int ctl_fail(int code, const char *fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  for (char *p = msg; *p != '\0'; p++) {
+    if (*p == '\n') {
+      *p = ' ';
+    }
+  }
+  fprintf(stderr, "tfctl: %s\n", msg);
+  if (code == CTL_EXIT_USAGE) {
+    fputs(usage_text, stderr);
+  }
+  return code;
+}
+
+/* ---- argument parsing ------------------------------------------------------ */
+
+static const char *const value_opts[] = {"-c", "--config", "-m", "--master", "--timeout-ms",
+                                         "--feed", "--fetch", "--target", "--out",
+                                         "--format", "--run-dir", NULL};
+
+static bool takes_value(const char *name) {
+  for (int i = 0; value_opts[i] != NULL; i++) {
+    if (strcmp(name, value_opts[i]) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+static void add_str(const char ***list, int *n, const char *s) {
+  *list = realloc(*list, (size_t)(*n + 1) * sizeof **list);
+  (*list)[(*n)++] = s;
+}
+
+/* Stores option name's value v into a; false for an unknown option. */
+static bool set_opt(ctl_args *a, const char *name, const char *v) {
+  if (strcmp(name, "-c") == 0 || strcmp(name, "--config") == 0) {
+    a->config = v;
+  } else if (strcmp(name, "-m") == 0 || strcmp(name, "--master") == 0) {
+    a->master = v;
+  } else if (strcmp(name, "--timeout-ms") == 0) {
+    a->timeout_str = v;
+  } else if (strcmp(name, "--feed") == 0) {
+    add_str(&a->feeds, &a->n_feeds, v);
+  } else if (strcmp(name, "--fetch") == 0) {
+    add_str(&a->fetches, &a->n_fetches, v);
+  } else if (strcmp(name, "--target") == 0) {
+    add_str(&a->targets, &a->n_targets, v);
+  } else if (strcmp(name, "--out") == 0) {
+    a->out_dir = v;
+  } else if (strcmp(name, "--format") == 0) {
+    a->format = v;
+  } else if (strcmp(name, "--run-dir") == 0) {
+    a->run_dir = v;
+  } else if (strcmp(name, "--placed") == 0) {
+    a->placed = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/* Options may come anywhere ("--name value" or "--name=value"); the rest
+ * are positionals. Returns 0 or CTL_EXIT_USAGE (reported). */
+static int parse_args(int argc, char **argv, ctl_args *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+      fputs(usage_text, stdout);
+      exit(0);
+    }
+    if (arg[0] != '-' || arg[1] == '\0') {
+      add_str(&a->pos, &a->n_pos, arg);
+      continue;
+    }
+    char name[64];
+    const char *eq = strchr(arg, '=');
+    const char *v = NULL;
+    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+    if (eq != NULL) {
+      v = eq + 1;
+    } else if (takes_value(name)) {
+      if (i + 1 >= argc) {
+        return ctl_fail(CTL_EXIT_USAGE, "option %s needs a value", name);
+      }
+      v = argv[++i];
+    }
+    if ((v != NULL) != takes_value(name) || !set_opt(a, name, v)) {
+      return ctl_fail(CTL_EXIT_USAGE, "unknown option '%s'", arg);
+    }
+  }
+  if (a->timeout_str != NULL) {
+    char *end = NULL;
+    long long t = strtoll(a->timeout_str, &end, 10);
+    if (end == a->timeout_str || *end != '\0' || t <= 0) {
+      return ctl_fail(CTL_EXIT_USAGE, "--timeout-ms: expected a positive number, got '%s'",
+                      a->timeout_str);
+    }
+    a->timeout_ms = t;
+  }
+  return 0;
+}
+
+/* Loads -c's spec into a->spec (once). Returns 0 or 1 (reported). */
+static int ctl_load_spec(ctl_args *a) {
+  if (a->spec != NULL) {
+    return 0;
+  }
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_cluster_spec_load(a->config, &a->spec, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "%s", st.msg);
+  }
+  return 0;
+}
+
+/* Resolves the master URL from -m or -c into a->master_url. */
+static int ctl_resolve_master(ctl_args *a) {
+  if (a->master != NULL) {
+    bool has_scheme = strstr(a->master, "://") != NULL;
+    size_t n = strlen(a->master) + 8;
+    a->master_url = malloc(n);
+    snprintf(a->master_url, n, "%s%s", has_scheme ? "" : "tcp://", a->master);
+  } else if (a->config != NULL) {
+    if (ctl_load_spec(a) != 0) {
+      return CTL_EXIT_FAIL;
+    }
+    a->master_url = tf_cluster_task_url(a->spec, "master", 0);
+    if (a->master_url == NULL) {
+      return ctl_fail(CTL_EXIT_FAIL, "%s has no master task (jobs.master)", a->config);
+    }
+  } else {
+    return ctl_fail(CTL_EXIT_USAGE, "%s needs -c CONFIG or -m ADDRESS", a->pos[0]);
+  }
+  if (a->timeout_ms <= 0) {
+    a->timeout_ms = a->spec != NULL && a->spec->rpc_timeout_ms > 0 ? a->spec->rpc_timeout_ms
+                                                                   : 10000;
+  }
+  return 0;
+}
+
+/* Usage error unless only the listed option groups were given. */
+static int only_opts(const ctl_args *a, bool run_opts, bool graph_opts, bool run_dir) {
+  if (!run_opts && (a->n_feeds || a->n_fetches || a->n_targets || a->out_dir)) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no --feed/--fetch/--target/--out", a->pos[0]);
+  }
+  if (!graph_opts && (a->format || a->placed)) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no --format/--placed", a->pos[0]);
+  }
+  if (!run_dir && a->run_dir) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no --run-dir", a->pos[0]);
+  }
+  return 0;
+}
+
+/* ---- health and devices ---------------------------------------------------- */
+
+static void print_task(const tf_ctl_task *t) {
+  char inc[20] = "-";
+  if (t->incarnation != 0) {
+    snprintf(inc, sizeof inc, "%016" PRIx64, t->incarnation);
+  }
+  printf("%-8s %-3d %-26s %-4s %-16s ", t->job, t->task, t->url, t->up ? "up" : "down", inc);
+  for (int i = 0; i < t->n_devices; i++) {
+    printf("%s%s", i ? "," : "", t->devices[i]);
+  }
+  if (t->n_devices == 0) {
+    printf("-");
+  }
+  if (!t->up && t->error != NULL && t->error[0] != '\0') {
+    printf("  (%s)", t->error);
+  }
+  printf("\n");
+}
+
+typedef struct probe {
+  char *url, *job; /* job and task as the spec has them */
+  int task;
+  int64_t timeout_ms;
+  tf_ctl_task t;
+  tf_status st;
+  pthread_t th;
+} probe;
+
+static void *probe_main(void *arg) {
+  probe *p = arg;
+  tf_status_init(&p->st);
+  tf_ctl_get_status(p->url, p->timeout_ms, &p->t, &p->st);
+  return NULL;
+}
+
+/* Starts GetStatus to every non-master task of the spec, in parallel. */
+static probe *probes_start(ctl_args *a, int *n_out) {
+  const tf_cluster_spec *s = a->spec;
+  int n = 0;
+  for (int j = 0; j < s->n_jobs; j++) {
+    n += strcmp(s->jobs[j].name, "master") != 0 ? s->jobs[j].n_tasks : 0;
+  }
+  probe *ps = calloc((size_t)n + 1, sizeof *ps);
+  int k = 0;
+  for (int j = 0; j < s->n_jobs; j++) {
+    for (int t = 0; t < s->jobs[j].n_tasks && strcmp(s->jobs[j].name, "master") != 0; t++) {
+      ps[k].url = tf_cluster_task_url(s, s->jobs[j].name, t);
+      ps[k].timeout_ms = a->timeout_ms;
+      ps[k].job = strdup(s->jobs[j].name);
+      ps[k].task = t;
+      pthread_create(&ps[k].th, NULL, probe_main, &ps[k]);
+      k++;
+    }
+  }
+  *n_out = n;
+  return ps;
+}
+
+/* Joins the probes; with ts non-NULL moves their results to ts[1..n]
+ * (the tasks' job and task from the spec, the error when down). */
+static void probes_finish(probe *ps, int n, tf_ctl_task *ts) {
+  for (int i = 0; i < n; i++) {
+    pthread_join(ps[i].th, NULL);
+    if (ts != NULL) {
+      ts[i + 1] = ps[i].t;
+      if (ts[i + 1].job == NULL) {
+        ts[i + 1].job = strdup(ps[i].job);
+        ts[i + 1].task = ps[i].task;
+      }
+      free(ts[i + 1].error);
+      ts[i + 1].error = strdup(ps[i].st.msg);
+    } else {
+      tf_ctl_task_fini(&ps[i].t);
+    }
+    free(ps[i].job);
+    free(ps[i].url);
+  }
+  free(ps);
+}
+
+static int cmd_health(ctl_args *a) {
+  int rc = only_opts(a, false, false, false);
+  if (rc != 0 || (rc = ctl_resolve_master(a)) != 0) {
+    return rc;
+  }
+  tf_status st;
+  tf_status_init(&st);
+  tf_ctl_task *ts = NULL;
+  int n = 0, n_probes = 0;
+  /* With a spec, ask the tasks directly at the same time, in case the
+   * master does not answer. */
+  probe *ps = a->spec != NULL ? probes_start(a, &n_probes) : NULL;
+  bool direct = false;
+  if (tf_ctl_cluster_status(a->master_url, a->timeout_ms, &ts, &n, &st) == TF_OK) {
+    /* Not needed: let the probes run out on their own (a dead task's
+     * probe would wait its full timeout); tfctl exits right after, and
+     * the global keeps their memory reachable until then. */
+    static probe *abandoned;
+    abandoned = ps;
+    for (int i = 0; i < n_probes; i++) {
+      pthread_detach(abandoned[i].th);
+    }
+  } else if (a->spec == NULL || (st.code != TF_DEADLINE_EXCEEDED && st.code != TF_UNAVAILABLE)) {
+    probes_finish(ps, n_probes, NULL);
+    return ctl_fail(CTL_EXIT_FAIL, "ClusterStatus: %s", st.msg);
+  } else {
+    n = n_probes + 1;
+    ts = calloc((size_t)n, sizeof *ts);
+    ts[0] = (tf_ctl_task){.job = strdup("master"), .url = strdup(a->master_url),
+                          .last_ok_ms = -1, .error = strdup(st.msg)};
+    probes_finish(ps, n_probes, ts);
+    direct = true;
+  }
+  char down[1024] = "";
+  int n_down = 0;
+  for (int i = 0; i < n; i++) {
+    print_task(&ts[i]);
+    if (!ts[i].up) {
+      size_t l = strlen(down);
+      snprintf(down + l, sizeof down - l, "%s/job:%s/task:%d", n_down ? ", " : "", ts[i].job,
+               ts[i].task);
+      n_down++;
+    }
+  }
+  fflush(stdout);
+  tf_ctl_tasks_free(ts, n);
+  if (n_down > 0) {
+    return ctl_fail(CTL_EXIT_FAIL, "%d of %d tasks down%s: %s", n_down, n,
+                    direct ? " (master unreachable; asked the tasks directly)" : "", down);
+  }
+  return 0;
+}
+
+static int cmd_devices(ctl_args *a) {
+  int rc = only_opts(a, false, false, false);
+  if (rc != 0 || (rc = ctl_resolve_master(a)) != 0) {
+    return rc;
+  }
+  tf_status st;
+  tf_status_init(&st);
+  tf_ctl_device *ds = NULL;
+  int n = 0;
+  if (tf_ctl_list_devices(a->master_url, a->timeout_ms, &ds, &n, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "ListDevices: %s", st.msg);
+  }
+  for (int i = 0; i < n; i++) {
+    printf("%-44s %-4s %016" PRIx64 " %s\n", ds[i].name, ds[i].type, ds[i].incarnation,
+           ds[i].url);
+  }
+  tf_ctl_devices_free(ds, n);
+  return 0;
+}
+
+/* ---- run, graph, cluster ----------------------------------------------------- */
+
+/* Loads GRAPH (the one positional after the command). */
+static int load_graph(ctl_args *a, tf_graph **out) {
+  if (a->n_pos != 2) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s needs exactly one GRAPH file (.tfg or .yaml)",
+                    a->pos[0]);
+  }
+  tf_status st;
+  tf_status_init(&st);
+  *out = tf_graph_new();
+  if (tf_graph_load(*out, a->pos[1], &st) != TF_OK) {
+    tf_graph_free(*out);
+    *out = NULL;
+    return ctl_fail(CTL_EXIT_FAIL, "%s", st.msg);
+  }
+  return 0;
+}
+
+/* Loads every --feed NAME=FILE.npy; names point into the arguments. */
+static int load_feeds(ctl_args *a, char **names, tf_tensor **vals) {
+  tf_status st;
+  tf_status_init(&st);
+  for (int i = 0; i < a->n_feeds; i++) {
+    const char *eq = strchr(a->feeds[i], '=');
+    if (eq == NULL || eq == a->feeds[i] || eq[1] == '\0') {
+      return ctl_fail(CTL_EXIT_USAGE, "--feed: expected NAME=FILE.npy, got '%s'", a->feeds[i]);
+    }
+    names[i] = strndup(a->feeds[i], (size_t)(eq - a->feeds[i]));
+    if (tf_tensor_load_npy(eq + 1, &vals[i], &st) != TF_OK) {
+      return ctl_fail(CTL_EXIT_FAIL, "--feed %s: %s", names[i], st.msg);
+    }
+  }
+  return 0;
+}
+
+/* Prints each fetch and, with --out, saves it as DIR/<name>.npy. */
+static int report_fetches(ctl_args *a, tf_tensor **vals) {
+  tf_status st;
+  tf_status_init(&st);
+  if (a->out_dir != NULL && tf_ctl_mkdirs(a->out_dir, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "--out: %s", st.msg);
+  }
+  for (int i = 0; i < a->n_fetches; i++) {
+    char line[1024], file[512], path[4096];
+    printf("%s: %s\n", a->fetches[i], tf_ctl_tensor_summary(vals[i], 10, line, sizeof line));
+    if (a->out_dir == NULL) {
+      continue;
+    }
+    snprintf(path, sizeof path, "%s/%s", a->out_dir,
+             tf_ctl_fetch_file_name(a->fetches[i], file, sizeof file));
+    if (tf_tensor_save_npy(vals[i], path, &st) != TF_OK) {
+      return ctl_fail(CTL_EXIT_FAIL, "--out: %s", st.msg);
+    }
+  }
+  return 0;
+}
+
+static int cmd_run(ctl_args *a) {
+  if (a->n_fetches == 0 && a->n_targets == 0) {
+    return ctl_fail(CTL_EXIT_USAGE, "run needs at least one --fetch or --target");
+  }
+  tf_graph *g = NULL;
+  int rc = load_graph(a, &g);
+  if (rc != 0) {
+    return rc;
+  }
+  int64_t step_ms = a->timeout_ms;
+  if ((rc = ctl_resolve_master(a)) != 0) {
+    tf_graph_free(g);
+    return rc;
+  }
+  char **feed_names = calloc((size_t)a->n_feeds + 1, sizeof *feed_names);
+  tf_tensor **feed_vals = calloc((size_t)a->n_feeds + 1, sizeof *feed_vals);
+  tf_tensor **fetch_vals = calloc((size_t)a->n_fetches + 1, sizeof *fetch_vals);
+  rc = load_feeds(a, feed_names, feed_vals);
+  tf_session *s = NULL;
+  tf_status st;
+  tf_status_init(&st);
+  if (rc == 0) {
+    tf_session_options so = {.target = a->master_url};
+    s = tf_session_new(g, &so, &st);
+    rc = s == NULL ? ctl_fail(CTL_EXIT_FAIL, "session on %s: %s", a->master_url, st.msg) : 0;
+  }
+  if (rc == 0) {
+    tf_run_options ro = {.timeout_ms = step_ms};
+    if (tf_session_run(s, &ro, (const char *const *)feed_names, feed_vals, a->n_feeds,
+                       a->fetches, fetch_vals, a->n_fetches, a->targets, a->n_targets, NULL,
+                       &st) != TF_OK) {
+      rc = ctl_fail(CTL_EXIT_FAIL, "run: %s", st.msg);
+    } else {
+      rc = report_fetches(a, fetch_vals);
+    }
+  }
+  tf_session_free(s);
+  for (int i = 0; i < a->n_feeds; i++) {
+    free(feed_names[i]);
+    if (feed_vals[i] != NULL) {
+      tf_tensor_unref(feed_vals[i]);
+    }
+  }
+  for (int i = 0; i < a->n_fetches; i++) {
+    if (fetch_vals[i] != NULL) {
+      tf_tensor_unref(fetch_vals[i]);
+    }
+  }
+  free(feed_names);
+  free(feed_vals);
+  free(fetch_vals);
+  tf_graph_free(g);
+  return rc;
+}
+
+/* Places g on the master's devices: devices[i] for node i (borrowed from
+ * *ds, which the caller frees). */
+static int place_on_cluster(ctl_args *a, const tf_graph *g, tf_ctl_device **ds, int *n_ds,
+                            const char ***devices) {
+  tf_status st;
+  tf_status_init(&st);
+  int rc = ctl_resolve_master(a);
+  if (rc != 0) {
+    return rc;
+  }
+  if (tf_ctl_list_devices(a->master_url, a->timeout_ms, ds, n_ds, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "ListDevices: %s", st.msg);
+  }
+  tf_place_device *pd = calloc((size_t)*n_ds + 1, sizeof *pd);
+  for (int i = 0; i < *n_ds; i++) {
+    pd[i] = (tf_place_device){(*ds)[i].name, (*ds)[i].type};
+  }
+  int n = tf_graph_num_nodes(g);
+  int *idx = calloc((size_t)n + 1, sizeof *idx);
+  tf_place_opts po = {.default_job = "worker", .ps_job = "ps"};
+  if (tf_place(g, pd, *n_ds, &po, idx, &st) != TF_OK) {
+    rc = ctl_fail(CTL_EXIT_FAIL, "placement: %s", st.msg);
+  } else {
+    *devices = calloc((size_t)n + 1, sizeof **devices);
+    for (int i = 0; i < n; i++) {
+      (*devices)[i] = (*ds)[idx[i]].name;
+    }
+  }
+  free(pd);
+  free(idx);
+  return rc;
+}
+
+static int cmd_graph(ctl_args *a) {
+  const char *format = a->format != NULL ? a->format : "yaml";
+  if (strcmp(format, "yaml") != 0 && strcmp(format, "dot") != 0) {
+    return ctl_fail(CTL_EXIT_USAGE, "--format: expected yaml or dot, got '%s'", format);
+  }
+  tf_graph *g = NULL;
+  int rc = load_graph(a, &g);
+  tf_ctl_device *ds = NULL;
+  int n_ds = 0;
+  const char **devices = NULL;
+  if (rc == 0 && a->placed) {
+    rc = place_on_cluster(a, g, &ds, &n_ds, &devices);
+  }
+  if (rc == 0 && strcmp(format, "dot") == 0) {
+    char *text = tf_ctl_graph_dot(g, devices);
+    fputs(text, stdout);
+    free(text);
+  } else if (rc == 0) {
+    tf_status st;
+    tf_status_init(&st);
+    char *text = NULL;
+    if (tf_ctl_graph_yaml(g, devices, &text, &st) != TF_OK) {
+      rc = ctl_fail(CTL_EXIT_FAIL, "%s", st.msg);
+    } else {
+      fputs(text, stdout);
+    }
+    free(text);
+  }
+  free(devices);
+  tf_ctl_devices_free(ds, n_ds);
+  tf_graph_free(g);
+  return rc;
+}
+
+static int cmd_cluster(ctl_args *a) {
+  if (a->n_pos < 2 || a->n_pos > 3 ||
+      (strcmp(a->pos[1], "up") != 0 && strcmp(a->pos[1], "down") != 0)) {
+    return ctl_fail(CTL_EXIT_USAGE, "expected 'cluster up' or 'cluster down'");
+  }
+  bool up = strcmp(a->pos[1], "up") == 0;
+  if (a->n_pos == 3 && a->config == NULL) {
+    a->config = a->pos[2]; /* "tfctl cluster up conf/local.yaml" */
+  }
+  if (a->config == NULL) {
+    return ctl_fail(CTL_EXIT_USAGE, "cluster %s needs -c CONFIG", a->pos[1]);
+  }
+  if (a->master != NULL || (!up && a->timeout_str != NULL)) {
+    return ctl_fail(CTL_EXIT_USAGE, "cluster %s takes no %s", a->pos[1],
+                    a->master != NULL ? "-m" : "--timeout-ms");
+  }
+  int rc = ctl_load_spec(a);
+  if (rc != 0) {
+    return rc;
+  }
+  tf_ctl_cluster_opts o = {.spec = a->spec, .config_path = a->config, .run_dir = a->run_dir,
+                           .timeout_ms = a->timeout_ms, .out = stdout};
+  tf_status st;
+  tf_status_init(&st);
+  char *details = NULL;
+  tf_code code = up ? tf_ctl_cluster_up(&o, &details, &st) : tf_ctl_cluster_down(&o, &st);
+  fflush(stdout);
+  if (code != TF_OK) {
+    rc = ctl_fail(CTL_EXIT_FAIL, "cluster %s: %s", a->pos[1], st.msg);
+    if (details != NULL && details[0] != '\0') {
+      fprintf(stderr, "%s", details);
+    }
+  }
+  free(details);
+  return rc;
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+  ctl_args a = {0};
+  int rc = parse_args(argc, argv, &a);
+  const char *cmd = a.n_pos > 0 ? a.pos[0] : "";
+  if (rc != 0) {
+    /* reported */
+  } else if (a.n_pos == 0) {
+    rc = ctl_fail(CTL_EXIT_USAGE, "missing COMMAND");
+  } else if (strcmp(cmd, "health") == 0 || strcmp(cmd, "devices") == 0) {
+    rc = a.n_pos > 1 ? ctl_fail(CTL_EXIT_USAGE, "%s takes no arguments", cmd)
+         : cmd[0] == 'h' ? cmd_health(&a)
+                         : cmd_devices(&a);
+  } else if (strcmp(cmd, "run") == 0) {
+    rc = (rc = only_opts(&a, true, false, false)) != 0 ? rc : cmd_run(&a);
+  } else if (strcmp(cmd, "graph") == 0) {
+    rc = (rc = only_opts(&a, false, true, false)) != 0 ? rc : cmd_graph(&a);
+  } else if (strcmp(cmd, "cluster") == 0) {
+    rc = (rc = only_opts(&a, false, false, true)) != 0 ? rc : cmd_cluster(&a);
+  } else {
+    rc = ctl_fail(CTL_EXIT_USAGE, "unknown command '%s'", cmd);
+  }
+  tf_cluster_spec_free(a.spec);
+  free(a.master_url);
+  free(a.pos);
+  free(a.feeds);
+  free(a.fetches);
+  free(a.targets);
+  return rc;
+}

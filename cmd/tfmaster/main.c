@@ -1,0 +1,55 @@
+/* tfmaster: the master task of a cluster spec.
+ *   tfmaster --config FILE [--log-level L]
+ * Serves the master service (lib/runtime/master.h) on the address of the
+ * spec's one "master" task, runs health checks every
+ * timeouts.heartbeat_ms, tells the service manager READY=1 once serving,
+ * and on SIGTERM/SIGINT drains running steps (up to timeouts.drain_ms) and
+ * exits 0. Exit 1: bad config or address not bindable; 2: usage. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cmd/common/daemon.h"
+#include "lib/runtime/master.h"
+
+static const char *usage =
+    "tfmaster --config FILE [--log-level err|warning|notice|info|debug]";
+
+static void tick(void *svc) { tf_master_tick(svc); }
+static void drain(void *svc, int64_t ms) { tf_master_drain(svc, ms); }
+static void release(void *svc) { tf_master_free(svc); }
+
+int main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN);
+  tf_daemon_args a;
+  int rc = tf_daemon_parse_args(argc, argv, false, usage, &a);
+  if (rc != 0) {
+    return rc;
+  }
+  tf_log_set_name("tfmaster /job:master/task:0");
+  if (a.log_level >= 0) {
+    tf_log_set_level(a.log_level);
+  }
+  tf_cluster_spec *spec = tf_daemon_load_spec(a.config);
+  if (spec == NULL) {
+    return TF_EXIT_CONFIG;
+  }
+  tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
+  tf_status st;
+  tf_status_init(&st);
+  tf_master *m = NULL;
+  if (tf_master_start(spec, &m, &st) != TF_OK) {
+    tf_log(LOG_ERR, "cannot start: %s", st.msg);
+    tf_cluster_spec_free(spec);
+    return TF_EXIT_CONFIG;
+  }
+  char *url = tf_cluster_task_url(spec, "master", 0);
+  tf_daemon d = {.prog = "tfmaster", .svc = m, .tick = tick,
+                 .tick_ms = spec->heartbeat_ms > 0 ? spec->heartbeat_ms : 500,
+                 .drain = drain, .free = release, .drain_ms = spec->drain_ms};
+  snprintf(d.status, sizeof d.status, "serving the master on %s", url ? url : "?");
+  free(url);
+  rc = tf_daemon_run(&d);
+  tf_cluster_spec_free(spec);
+  return rc;
+}

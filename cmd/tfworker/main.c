@@ -1,0 +1,58 @@
+/* tfworker: one task of a job (worker or ps) of a cluster spec.
+ *   tfworker --config FILE --job NAME --task N [--log-level L]
+ * Serves the worker service (lib/runtime/worker.h) on the task's address
+ * from the spec, tells the service manager READY=1 once serving, and on
+ * SIGTERM/SIGINT drains running steps (up to timeouts.drain_ms) and exits
+ * 0. Exit 1: bad config, unknown task or address not bindable; 2: usage. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cmd/common/daemon.h"
+#include "lib/runtime/worker.h"
+
+static const char *usage =
+    "tfworker --config FILE --job NAME --task N [--log-level err|warning|notice|info|debug]";
+
+static void tick(void *svc) { tf_worker_tick(svc); }
+static void drain(void *svc, int64_t ms) { tf_worker_drain(svc, ms); }
+static void release(void *svc) { tf_worker_free(svc); }
+
+int main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN);
+  tf_daemon_args a;
+  int rc = tf_daemon_parse_args(argc, argv, true, usage, &a);
+  if (rc != 0) {
+    return rc;
+  }
+  char name[160];
+  snprintf(name, sizeof name, "tfworker /job:%s/task:%d", a.job, a.task);
+  tf_log_set_name(name);
+  if (a.log_level >= 0) {
+    tf_log_set_level(a.log_level);
+  }
+  tf_cluster_spec *spec = tf_daemon_load_spec(a.config);
+  if (spec == NULL) {
+    return TF_EXIT_CONFIG;
+  }
+  tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
+  tf_status st;
+  tf_status_init(&st);
+  tf_worker *w = NULL;
+  if (tf_cluster_spec_check_task(spec, a.job, a.task, &st) != TF_OK ||
+      tf_worker_start(spec, a.job, a.task, &w, &st) != TF_OK) {
+    tf_log(LOG_ERR, "cannot start: %s", st.msg);
+    tf_cluster_spec_free(spec);
+    return TF_EXIT_CONFIG;
+  }
+  char *url = tf_cluster_task_url(spec, a.job, a.task);
+  tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
+                 .drain = drain, .free = release, .drain_ms = spec->drain_ms};
+  snprintf(d.status, sizeof d.status, "serving %s on %s (incarnation %016llx)",
+           tf_worker_device_name(w), url ? url : "?",
+           (unsigned long long)tf_worker_incarnation(w));
+  free(url);
+  rc = tf_daemon_run(&d);
+  tf_cluster_spec_free(spec);
+  return rc;
+}

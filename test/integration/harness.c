@@ -1,0 +1,399 @@
+/* harness.c: temporary clusters of real daemons for integration tests
+ * (see harness.h): free ports, the cluster YAML, child daemons with logs,
+ * bounded waits, stopping, log tails and cleanup, also from an atexit
+ * handler when a test dies half-way. */
+#include "test/integration/harness.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/runtime/ctl_client.h"
+#include "lib/runtime/ctl_procs.h"
+
+/* Live clusters, cleaned up at exit if a test did not free them. */
+#define TH_MAX_LIVE 8
+static th_cluster *live[TH_MAX_LIVE];
+
+static void cleanup_at_exit(void) {
+  for (int i = 0; i < TH_MAX_LIVE; i++) {
+    if (live[i] != NULL) {
+      th_cluster_free(live[i]);
+    }
+  }
+}
+
+th_opts th_default_opts(void) {
+  return (th_opts){.n_ps = 1, .n_workers = 2, .rpc_ms = 5000, .registration_ms = 5000,
+                   .heartbeat_ms = 100, .down_after_ms = 1000, .drain_ms = 1000,
+                   .step_ttl_ms = 10000, .log_level = "info"};
+}
+
+int th_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof sa;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+      getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+    port = ntohs(sa.sin_port);
+  }
+  if (fd >= 0) {
+    close(fd);
+  }
+  ck_assert_msg(port > 0, "no free loopback port: %s", strerror(errno));
+  return port;
+}
+
+char *th_bin(const char *name) {
+  size_t n = strlen(TF_BIN_DIR) + strlen(name) + 2;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s", TF_BIN_DIR, name);
+  return p;
+}
+
+/* Adds a task of job with a distinct free port (ports already chosen are
+ * skipped). */
+static void add_task(th_cluster *c, const char *job, int task) {
+  th_task *t = &c->tasks[c->n_tasks++];
+  memset(t, 0, sizeof *t);
+  snprintf(t->job, sizeof t->job, "%s", job);
+  t->task = task;
+  for (bool dup = true; dup;) {
+    t->port = th_free_port();
+    dup = false;
+    for (int i = 0; i < c->n_tasks - 1; i++) {
+      dup = dup || c->tasks[i].port == t->port;
+    }
+  }
+  snprintf(t->url, sizeof t->url, "tcp://127.0.0.1:%d", t->port);
+  snprintf(t->log, sizeof t->log, "%s/%s-%d.log", c->dir, job, task);
+}
+
+static void yaml_job(FILE *f, th_cluster *c, const char *job) {
+  bool any = false;
+  for (int i = 0; i < c->n_tasks; i++) {
+    if (strcmp(c->tasks[i].job, job) == 0) {
+      fprintf(f, "%s127.0.0.1:%d", any ? ", " : "", c->tasks[i].port);
+      any = true;
+    }
+  }
+}
+
+static void write_config(th_cluster *c) {
+  FILE *f = fopen(c->config, "w");
+  ck_assert_msg(f != NULL, "cannot write %s: %s", c->config, strerror(errno));
+  const char *jobs[] = {"master", "ps", "worker"};
+  int counts[] = {1, c->o.n_ps, c->o.n_workers};
+  fprintf(f, "# written by test/integration/harness.c\ncluster: integ\ntransport: tcp\njobs:\n");
+  for (int j = 0; j < 3; j++) {
+    if (counts[j] > 0) {
+      fprintf(f, "  %s: [", jobs[j]);
+      yaml_job(f, c, jobs[j]);
+      fprintf(f, "]\n");
+    }
+  }
+  fprintf(f,
+          "timeouts:\n  rpc_ms: %lld\n  registration_ms: %lld\n  heartbeat_ms: %lld\n"
+          "  down_after_ms: %lld\n  step_ttl_ms: %lld\n  drain_ms: %lld\n"
+          "threads:\n  inter_op: 2\n  rpc: 4\nrun_dir: %s\nlog_level: %s\n",
+          (long long)c->o.rpc_ms, (long long)c->o.registration_ms, (long long)c->o.heartbeat_ms,
+          (long long)c->o.down_after_ms, (long long)c->o.step_ttl_ms, (long long)c->o.drain_ms,
+          c->run_dir, c->o.log_level);
+  fclose(f);
+}
+
+th_cluster *th_cluster_new(const th_opts *o) {
+  static bool registered = false;
+  if (!registered) {
+    atexit(cleanup_at_exit);
+    signal(SIGPIPE, SIG_IGN);
+    registered = true;
+  }
+  th_cluster *c = calloc(1, sizeof *c);
+  c->o = o != NULL ? *o : th_default_opts();
+  snprintf(c->dir, sizeof c->dir, "/tmp/tf-integ-XXXXXX");
+  ck_assert_msg(mkdtemp(c->dir) != NULL, "mkdtemp: %s", strerror(errno));
+  snprintf(c->config, sizeof c->config, "%s/cluster.yaml", c->dir);
+  snprintf(c->run_dir, sizeof c->run_dir, "%s/run", c->dir);
+  c->tasks = calloc((size_t)(1 + c->o.n_ps + c->o.n_workers), sizeof *c->tasks);
+  add_task(c, "master", 0);
+  for (int i = 0; i < c->o.n_ps; i++) {
+    add_task(c, "ps", i);
+  }
+  for (int i = 0; i < c->o.n_workers; i++) {
+    add_task(c, "worker", i);
+  }
+  write_config(c);
+  for (int i = 0; i < TH_MAX_LIVE; i++) {
+    if (live[i] == NULL) {
+      live[i] = c;
+      break;
+    }
+  }
+  return c;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path) == 0 ? 0 : 0;
+}
+
+/* SIGKILLs daemons named by pid files under DIR/run (tfctl cluster up). */
+static void kill_pidfiles(th_cluster *c) {
+  DIR *d = opendir(c->run_dir);
+  struct dirent *e;
+  while (d != NULL && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n < 5 || strcmp(e->d_name + n - 4, ".pid") != 0) {
+      continue;
+    }
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", c->run_dir, e->d_name);
+    pid_t pid = tf_ctl_pidfile_read(path);
+    if (pid > 0 && tf_ctl_pid_alive(pid) && tf_ctl_pid_runs(pid, "tf")) {
+      tf_ctl_stop_pid(pid, SIGKILL, 2000);
+    }
+  }
+  if (d != NULL) {
+    closedir(d);
+  }
+}
+
+void th_cluster_free(th_cluster *c) {
+  if (c == NULL) {
+    return;
+  }
+  for (int i = 0; i < TH_MAX_LIVE; i++) {
+    if (live[i] == c) {
+      live[i] = NULL;
+    }
+  }
+  th_stop_all(c, 3000);
+  kill_pidfiles(c);
+  nftw(c->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  free(c->tasks);
+  free(c);
+}
+
+th_task *th_task_get(th_cluster *c, const char *job, int task) {
+  for (int i = 0; i < c->n_tasks; i++) {
+    if (strcmp(c->tasks[i].job, job) == 0 && c->tasks[i].task == task) {
+      return &c->tasks[i];
+    }
+  }
+  return NULL;
+}
+
+bool th_start_task(th_cluster *c, th_task *t, const char *const *env) {
+  bool master = strcmp(t->job, "master") == 0;
+  char *prog = th_bin(master ? "tfmaster" : "tfworker");
+  char task[16];
+  snprintf(task, sizeof task, "%d", t->task);
+  char *argv_m[] = {prog, "--config", c->config, NULL};
+  char *argv_w[] = {prog, "--config", c->config, "--job", t->job, "--task", task, NULL};
+  tf_ctl_spawn_opts so = {.log_path = t->log, .env = env, .die_with_parent = true};
+  tf_status st;
+  tf_status_init(&st);
+  bool ok = tf_ctl_spawn(master ? argv_m : argv_w, &so, &t->pid, &st) == TF_OK;
+  if (!ok) {
+    fprintf(stderr, "harness: cannot start /job:%s/task:%d: %s\n", t->job, t->task, st.msg);
+    t->pid = 0;
+  }
+  free(prog);
+  return ok;
+}
+
+bool th_wait_task(th_cluster *c, th_task *t, int64_t timeout_ms) {
+  (void)c;
+  int64_t deadline = tf_ctl_now_ms() + timeout_ms;
+  while (t->pid > 0) {
+    int status = tf_ctl_reap(t->pid);
+    if (status >= 0) {
+      t->status = status;
+      t->pid = 0;
+      fprintf(stderr, "harness: /job:%s/task:%d exited (status %d) before answering\n",
+              t->job, t->task, status);
+      return false;
+    }
+    int64_t left = deadline - tf_ctl_now_ms();
+    if (left <= 0) {
+      fprintf(stderr, "harness: /job:%s/task:%d did not answer within %lld ms\n", t->job,
+              t->task, (long long)timeout_ms);
+      return false;
+    }
+    if (tf_ctl_answers(t->url, left < 300 ? left : 300)) {
+      return true;
+    }
+    tf_ctl_sleep_ms(20);
+  }
+  return false;
+}
+
+bool th_start_all(th_cluster *c, int64_t timeout_ms) {
+  int64_t deadline = tf_ctl_now_ms() + timeout_ms;
+  for (int i = 0; i < c->n_tasks; i++) {
+    if (c->tasks[i].pid == 0 && !th_start_task(c, &c->tasks[i], NULL)) {
+      return false;
+    }
+  }
+  for (int i = 0; i < c->n_tasks; i++) {
+    int64_t left = deadline - tf_ctl_now_ms();
+    if (!th_wait_task(c, &c->tasks[i], left > 1 ? left : 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void th_kill_task(th_task *t) { th_stop_task(t, SIGKILL, 2000); }
+
+int th_stop_task(th_task *t, int sig, int64_t grace_ms) {
+  if (t->pid <= 0) {
+    return -1;
+  }
+  int status = tf_ctl_stop_pid(t->pid, sig, grace_ms);
+  t->status = status;
+  t->pid = 0;
+  return status;
+}
+
+void th_stop_all(th_cluster *c, int64_t grace_ms) {
+  for (int i = 0; i < c->n_tasks; i++) {
+    if (c->tasks[i].pid > 0) {
+      kill(c->tasks[i].pid, SIGTERM);
+    }
+  }
+  for (int i = 0; i < c->n_tasks; i++) {
+    th_stop_task(&c->tasks[i], SIGTERM, grace_ms);
+  }
+}
+
+static void dump_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d != NULL && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n < 5 || strcmp(e->d_name + n - 4, ".log") != 0) {
+      continue;
+    }
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    char *tail = tf_ctl_file_tail(path, 20, "  | ");
+    fprintf(stderr, "---- %s (last lines)\n%s", path, tail);
+    free(tail);
+  }
+  if (d != NULL) {
+    closedir(d);
+  }
+}
+
+void th_dump_logs(th_cluster *c) {
+  dump_dir(c->dir);
+  dump_dir(c->run_dir);
+}
+
+char *th_write_file(th_cluster *c, const char *name, const char *text) {
+  size_t n = strlen(c->dir) + strlen(name) + 2;
+  char *path = malloc(n);
+  snprintf(path, n, "%s/%s", c->dir, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_msg(f != NULL, "cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    return strdup("");
+  }
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  size_t r;
+  while ((r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    len += r;
+    if (cap - len < 2) {
+      buf = realloc(buf, cap *= 2);
+    }
+  }
+  fclose(f);
+  buf[len] = '\0';
+  return buf;
+}
+
+int th_run(th_cluster *c, char *const argv[], int64_t timeout_ms, char **out, char **err) {
+  static int seq = 0;
+  char out_path[400], err_path[400];
+  const char *dir = c != NULL ? c->dir : "/tmp";
+  snprintf(out_path, sizeof out_path, "%s/run-%d-%d.out", dir, (int)getpid(), seq);
+  snprintf(err_path, sizeof err_path, "%s/run-%d-%d.err", dir, (int)getpid(), seq++);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fo, STDOUT_FILENO);
+    dup2(fe, STDERR_FILENO);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  ck_assert_msg(pid > 0, "fork: %s", strerror(errno));
+  int64_t deadline = tf_ctl_now_ms() + timeout_ms;
+  int status = 0, rc = -1;
+  for (;;) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (tf_ctl_now_ms() >= deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      fprintf(stderr, "harness: %s timed out after %lld ms\n", argv[0], (long long)timeout_ms);
+      break;
+    }
+    tf_ctl_sleep_ms(5);
+  }
+  if (getenv("TH_VERBOSE") != NULL) {
+    fprintf(stderr, "harness: %s %s: exit %d after %lld ms\n", argv[0], argv[1] ? argv[1] : "",
+            rc, (long long)(tf_ctl_now_ms() - (deadline - timeout_ms)));
+  }
+  if (out != NULL) {
+    *out = slurp(out_path);
+  }
+  if (err != NULL) {
+    *err = slurp(err_path);
+  }
+  unlink(out_path);
+  unlink(err_path);
+  return rc;
+}
+
+void th_fail(th_cluster *c, const char *file, int line, const char *fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s:%d: %s\n", file, line, msg);
+  if (c != NULL) {
+    th_dump_logs(c);
+    th_cluster_free(c);
+  }
+  ck_abort_msg("%s:%d: %s", file, line, msg);
+  abort(); /* not reached */
+}

@@ -1,0 +1,287 @@
+/* tfctl_test.c: tfctl against real daemons: `cluster up` then `health`
+ * (one line per task, all up, exit 0), `devices`, a killed worker makes
+ * `health` exit 1 naming it, a second `cluster up` refuses, `cluster down`
+ * stops everything; `run` returns what a local session computes and
+ * writes .npy files; `graph` prints yaml/dot, placed on the cluster; a
+ * cluster that cannot start names the task and stops the rest; usage
+ * errors exit 2. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "lib/runtime/ctl_client.h"
+#include "lib/runtime/ctl_procs.h"
+#include "test/integration/harness.h"
+#include "test/unit/testutil.h"
+#include "tf/serialize.h"
+#include "tf/session.h"
+
+/* Runs tfctl with args (NULL-terminated); returns the exit code. */
+static int tfctl(th_cluster *c, char **out, char **err, const char *a0, ...) {
+  char *argv[24];
+  int k = 0;
+  argv[k++] = th_bin("tfctl");
+  va_list ap;
+  va_start(ap, a0);
+  for (const char *a = a0; a != NULL && k < 23; a = va_arg(ap, const char *)) {
+    argv[k++] = (char *)a;
+  }
+  va_end(ap);
+  argv[k] = NULL;
+  int rc = th_run(c, argv, 20000, out, err);
+  free(argv[0]);
+  return rc;
+}
+
+static int count_lines(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; p != NULL && *p != '\0';) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+    n += needle == NULL || strstr(line, needle) != NULL;
+    p = nl ? nl + 1 : NULL;
+  }
+  return n;
+}
+
+static bool one_line_error(const char *err) {
+  return strncmp(err, "tfctl: ", 7) == 0 && strchr(err, '\n') == err + strlen(err) - 1;
+}
+
+START_TEST(test_cluster_up_health_down) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1); /* daemons of tfctl come back to us */
+  th_cluster *c = th_cluster_new(NULL);
+  char *out = NULL, *err = NULL;
+  int rc = tfctl(c, &out, &err, "cluster", "up", "-c", c->config, "--timeout-ms", "15000", NULL);
+  TH_REQUIRE(c, rc == 0, "cluster up: exit %d: %s%s", rc, out, err);
+  TH_REQUIRE(c, count_lines(out, "started /job:") == 4, "cluster up said:\n%s", out);
+  free(out), free(err);
+
+  rc = tfctl(c, &out, &err, "-c", c->config, "health", NULL);
+  TH_REQUIRE(c, rc == 0, "health: exit %d:\n%s%s", rc, out, err);
+  TH_REQUIRE(c, count_lines(out, NULL) == 4 && count_lines(out, " up ") == 4,
+             "health:\n%s", out);
+  TH_REQUIRE(c, strstr(out, "/job:worker/replica:0/task:1/device:CPU:0") != NULL &&
+                    strstr(out, c->tasks[3].url) != NULL, "health lacks devices/urls:\n%s", out);
+  free(out), free(err);
+
+  char maddr[64];
+  snprintf(maddr, sizeof maddr, "127.0.0.1:%d", c->tasks[0].port);
+  rc = tfctl(c, &out, &err, "-m", maddr, "devices", NULL);
+  TH_REQUIRE(c, rc == 0 && count_lines(out, "/device:CPU:0") == 3, "devices: %d\n%s%s", rc,
+             out, err);
+  TH_REQUIRE(c, strstr(out, "/job:ps/replica:0/task:0/device:CPU:0") != NULL, "devices:\n%s",
+             out);
+  free(out), free(err);
+
+  rc = tfctl(c, &out, &err, "cluster", "up", c->config, NULL);
+  TH_REQUIRE(c, rc == 1 && strstr(err, "already running") != NULL && one_line_error(err),
+             "second cluster up: exit %d: %s", rc, err);
+  free(out), free(err);
+
+  char pidf[400];
+  snprintf(pidf, sizeof pidf, "%s/worker-1.pid", c->run_dir);
+  pid_t victim = tf_ctl_pidfile_read(pidf);
+  TH_REQUIRE(c, victim > 0, "no pid in %s", pidf);
+  tf_ctl_stop_pid(victim, SIGKILL, 2000);
+  int64_t deadline = tf_ctl_now_ms() + c->o.down_after_ms + 5000;
+  do {
+    tf_ctl_sleep_ms(100);
+    rc = tfctl(c, &out, &err, "-c", c->config, "health", NULL);
+    if (rc != 1) {
+      free(out), free(err);
+    }
+  } while (rc != 1 && tf_ctl_now_ms() < deadline);
+  TH_REQUIRE(c, rc == 1, "health after the kill: exit %d", rc);
+  TH_REQUIRE(c, one_line_error(err) && strstr(err, "/job:worker/task:1") != NULL,
+             "health error does not name the worker: %s", err);
+  TH_REQUIRE(c, count_lines(out, " down ") == 1 && count_lines(out, " up ") == 3,
+             "health after the kill:\n%s", out);
+  free(out), free(err);
+
+  rc = tfctl(c, &out, &err, "cluster", "down", "-c", c->config, NULL);
+  TH_REQUIRE(c, rc == 0, "cluster down: exit %d: %s", rc, err);
+  TH_REQUIRE(c, count_lines(out, "stopped /job:") == 3, "cluster down said:\n%s", out);
+  free(out), free(err);
+  for (int i = 0; i < c->n_tasks; i++) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s-%d.pid", c->run_dir, c->tasks[i].job, c->tasks[i].task);
+    TH_REQUIRE(c, access(path, F_OK) != 0, "%s left behind", path);
+    TH_REQUIRE(c, !tf_ctl_answers(c->tasks[i].url, 200), "%s still answers", c->tasks[i].url);
+  }
+  rc = tfctl(c, &out, &err, "-c", c->config, "--timeout-ms", "300", "health", NULL);
+  TH_REQUIRE(c, rc == 1 && one_line_error(err) && strstr(err, "master unreachable") != NULL &&
+                    count_lines(out, " down ") == 4,
+             "health of a stopped cluster: exit %d:\n%s%s", rc, out, err);
+  free(out), free(err);
+  th_cluster_free(c);
+}
+END_TEST
+
+/* y = MatMul(x, w) + b on a graph saved as .tfg; x fed from a .npy. */
+static tf_graph *make_graph(tf_tensor **x_out) {
+  tf_graph *g = tf_graph_new();
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, 2, 3));
+  double wv[] = {1, -2, 0.5, 3, 0, 1};
+  double bv[] = {0.25, -1};
+  tf_node *w = tt_const(g, "w", tt_tensor(TF_FLOAT32, tf_shape_of(2, 3, 2), wv));
+  tf_node *b = tt_const(g, "b", tt_tensor(TF_FLOAT32, tf_shape_of(1, 2), bv));
+  tf_node *mm = tt_node(g, "MatMul", "layer/mm", (tf_output[]){{x, 0}, {w, 0}}, 2, NULL, 0);
+  tt_node(g, "Add", "layer/y", (tf_output[]){{mm, 0}, {b, 0}}, 2, NULL, 0);
+  double xv[] = {1, 2, 3, -4, 5, -6};
+  *x_out = tt_tensor(TF_FLOAT32, tf_shape_of(2, 2, 3), xv);
+  return g;
+}
+
+START_TEST(test_run_and_graph) {
+  th_cluster *c = th_cluster_new(NULL);
+  TH_REQUIRE(c, th_start_all(c, 10000), "cluster start");
+  tf_tensor *x = NULL;
+  tf_graph *g = make_graph(&x);
+  tf_status st;
+  tf_status_init(&st);
+  char gpath[400], xpath[400], outdir[400], ypath[500];
+  snprintf(gpath, sizeof gpath, "%s/g.tfg", c->dir);
+  snprintf(xpath, sizeof xpath, "%s/x.npy", c->dir);
+  snprintf(outdir, sizeof outdir, "%s/out", c->dir);
+  snprintf(ypath, sizeof ypath, "%s/layer_y_0.npy", outdir);
+  TH_REQUIRE(c, tf_graph_save(g, gpath, &st) == TF_OK, "save: %s", st.msg);
+  TH_REQUIRE(c, tf_tensor_save_npy(x, xpath, &st) == TF_OK, "npy: %s", st.msg);
+  /* The local reference. */
+  tf_session *s = tf_session_new(g, NULL, &st);
+  const char *feed = "x:0", *fetch = "layer/y:0";
+  tf_tensor *want = NULL;
+  TH_REQUIRE(c, tf_session_run(s, NULL, &feed, &x, 1, &fetch, &want, 1, NULL, 0, NULL, &st) ==
+                    TF_OK, "local run: %s", st.msg);
+  tf_session_free(s);
+
+  char feedarg[500], maddr[64];
+  snprintf(feedarg, sizeof feedarg, "x:0=%s", xpath);
+  snprintf(maddr, sizeof maddr, "127.0.0.1:%d", c->tasks[0].port);
+  char *out = NULL, *err = NULL;
+  int rc = tfctl(c, &out, &err, "-m", maddr, "run", gpath, "--feed", feedarg, "--fetch",
+                 "layer/y:0", "--out", outdir, "--timeout-ms", "10000", NULL);
+  TH_REQUIRE(c, rc == 0, "tfctl run: exit %d: %s%s", rc, out, err);
+  TH_REQUIRE(c, strstr(out, "layer/y:0: float32 [2,2]") != NULL, "run printed:\n%s", out);
+  free(out), free(err);
+  tf_tensor *got = NULL;
+  TH_REQUIRE(c, tf_tensor_load_npy(ypath, &got, &st) == TF_OK, "%s: %s", ypath, st.msg);
+  TH_REQUIRE(c, tf_tensor_equal(got, want), "remote result differs from the local one");
+  tf_tensor_unref(got);
+
+  rc = tfctl(c, &out, &err, "graph", gpath, "--format", "dot", NULL);
+  TH_REQUIRE(c, rc == 0 && strstr(out, "digraph") != NULL &&
+                    strstr(out, "\"layer/mm\" -> \"layer/y\"") != NULL, "dot: %d\n%s%s", rc,
+             out, err);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "-c", c->config, "graph", gpath, "--placed", "--format", "dot",
+             NULL);
+  TH_REQUIRE(c, rc == 0 && strstr(out, "subgraph cluster_") != NULL &&
+                    strstr(out, "/job:worker/replica:0/task:") != NULL, "placed dot: %d\n%s%s",
+             rc, out, err);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "-c", c->config, "graph", gpath, "--placed", NULL);
+  TH_REQUIRE(c, rc == 0 && count_lines(out, "device: /job:worker/replica:0/task:") >= 4,
+             "placed yaml: %d\n%s%s", rc, out, err);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "-m", maddr, "run", gpath, "--fetch", "nosuch:0", NULL);
+  TH_REQUIRE(c, rc == 1 && one_line_error(err) && strstr(err, "nosuch") != NULL,
+             "run of an unknown fetch: exit %d: %s", rc, err);
+  free(out), free(err);
+  tf_tensor_unref(want);
+  tf_tensor_unref(x);
+  tf_graph_free(g);
+  th_cluster_free(c);
+}
+END_TEST
+
+START_TEST(test_cluster_up_failure_names_task) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  th_cluster *c = th_cluster_new(NULL);
+  /* Occupy worker 1's port so its tfworker exits 1. */
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->tasks[3].port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  TH_REQUIRE(c, bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0,
+             "cannot occupy port %d", c->tasks[3].port);
+  char *out = NULL, *err = NULL;
+  int rc = tfctl(c, &out, &err, "cluster", "up", "-c", c->config, "--timeout-ms", "8000", NULL);
+  close(fd);
+  TH_REQUIRE(c, rc == 1 && strncmp(err, "tfctl: cluster up: ", 19) == 0, "exit %d: %s", rc,
+             err);
+  TH_REQUIRE(c, strstr(err, "/job:worker/task:1") != NULL && strstr(err, "status 1") != NULL &&
+                    strstr(err, "/job:worker/task:0") == NULL,
+             "error does not name just worker 1: %s", err);
+  TH_REQUIRE(c, strstr(err, "in use") != NULL, "no log tail with the cause: %s", err);
+  free(out), free(err);
+  for (int i = 0; i < c->n_tasks; i++) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s-%d.pid", c->run_dir, c->tasks[i].job, c->tasks[i].task);
+    TH_REQUIRE(c, access(path, F_OK) != 0, "%s left behind", path);
+    TH_REQUIRE(c, !tf_ctl_answers(c->tasks[i].url, 200), "%s still answers", c->tasks[i].url);
+  }
+  th_cluster_free(c);
+}
+END_TEST
+
+START_TEST(test_usage_errors) {
+  th_cluster *c = th_cluster_new(NULL);
+  const char *cases[][6] = {
+      {NULL},
+      {"bogus", NULL},
+      {"health", NULL},
+      {"-c", NULL},
+      {"--frob", "health", NULL},
+      {"-m", "127.0.0.1:1", "run", NULL},
+      {"-m", "127.0.0.1:1", "run", "g.tfg", NULL},
+      {"graph", "g.tfg", "--format", "png", NULL},
+      {"cluster", "sideways", NULL},
+      {"cluster", "up", NULL},
+      {"-m", "127.0.0.1:1", "health", "extra", NULL},
+      {"-m", "127.0.0.1:1", "--timeout-ms", "soon", "health", NULL},
+      {"-m", "127.0.0.1:1", "devices", "--placed", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out = NULL, *err = NULL;
+    const char *const *a = cases[i];
+    int rc = tfctl(c, &out, &err, a[0], a[0] ? a[1] : NULL, a[0] && a[1] ? a[2] : NULL,
+                   a[0] && a[1] && a[2] ? a[3] : NULL,
+                   a[0] && a[1] && a[2] && a[3] ? a[4] : NULL, NULL);
+    TH_REQUIRE(c, rc == 2 && strncmp(err, "tfctl: ", 7) == 0 && strstr(err, "usage:") != NULL,
+               "case %zu (%s ...): exit %d: %s", i, a[0] ? a[0] : "", rc, err);
+    free(out), free(err);
+  }
+  char *out = NULL, *err = NULL;
+  int rc = tfctl(c, &out, &err, "-m", "127.0.0.1:1", "--timeout-ms", "300", "health", NULL);
+  TH_REQUIRE(c, rc == 1 && one_line_error(err) && strstr(err, "127.0.0.1:1") != NULL,
+             "health of nothing: exit %d: %s", rc, err);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "-c", "/nonexistent/c.yaml", "health", NULL);
+  TH_REQUIRE(c, rc == 1 && one_line_error(err) && strstr(err, "/nonexistent/c.yaml") != NULL,
+             "missing config: exit %d: %s", rc, err);
+  free(out), free(err);
+  th_cluster_free(c);
+}
+END_TEST
+
+Suite *tt_suite(void) {
+  Suite *s = suite_create("tfctl");
+  TCase *tc = tcase_create("tfctl");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_cluster_up_health_down);
+  tcase_add_test(tc, test_run_and_graph);
+  tcase_add_test(tc, test_cluster_up_failure_names_task);
+  tcase_add_test(tc, test_usage_errors);
+  suite_add_tcase(s, tc);
+  return s;
+}
