@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -204,6 +205,20 @@ static inline int tf_daemon_run(tf_daemon *d) {
   uv_loop_close(&d->loop);
   tf_log(LOG_NOTICE, "stopped");
   return 0;
+}
+
+/* Keeps freed memory for reuse instead of returning it to the kernel, as
+ * TensorFlow's BFC allocator does: glibc would serve every block over
+ * 32 MiB (tensors, NNG messages) from a fresh mmap, and faulting in fresh
+ * pages costs more than the copies a large transfer makes. The process
+ * then stays at its peak size. TF_DAEMON_KEEP_MMAP=1 keeps glibc's
+ * defaults. */
+static inline void tf_daemon_tune_memory(void) {
+  const char *keep = getenv("TF_DAEMON_KEEP_MMAP");
+  if (keep != NULL && strcmp(keep, "1") == 0) return;
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }
 
 /* Loads the spec at path; on error logs one line and returns NULL. */

@@ -30,6 +30,7 @@ int main(int argc, char **argv) {
   if (a.log_level >= 0) {
     tf_log_set_level(a.log_level);
   }
+  tf_daemon_tune_memory();
   tf_cluster_spec *spec = tf_daemon_load_spec(a.config);
   if (spec == NULL) {
     return TF_EXIT_CONFIG;

@@ -3,7 +3,8 @@
  * A tf_tensor is a heap object with an atomic reference count: the creator
  * holds one reference, tf_tensor_ref adds one, tf_tensor_unref drops one and
  * frees at zero. Its data lives in a tf_buffer (also refcounted) from a
- * device allocator, 64-byte aligned on CPU; views (Reshape) share a buffer.
+ * device allocator, 64-byte aligned on CPU (wrapped memory: 16); views
+ * (Reshape) share a buffer.
  * Element counts and byte sizes are overflow-checked at creation. */
 #ifndef TF_TENSOR_H
 #define TF_TENSOR_H
@@ -77,6 +78,14 @@ tf_code tf_tensor_new_zeros(tf_dtype dt, const tf_shape *shape,
 tf_code tf_tensor_from_data(tf_dtype dt, const tf_shape *shape,
                             const void *data, size_t nbytes, tf_tensor **out,
                             tf_status *st);
+/* A tensor over memory the caller owns (TensorFlow's TF_NewTensor with a
+ * deallocator): nbytes at data must be exactly the elements' bytes (not for
+ * strings) and at least 16-byte aligned; release(arg) runs once, when the
+ * last reference goes (also if this fails). Kernels may write into it. The
+ * wire uses it to hand received payloads to the graph without a copy. */
+tf_code tf_tensor_wrap(tf_dtype dt, const tf_shape *shape, void *data,
+                       size_t nbytes, void (*release)(void *arg), void *arg,
+                       tf_tensor **out, tf_status *st);
 
 /* Scalar constructors for building graphs and tests; abort on OOM. */
 tf_tensor *tf_tensor_scalar_f32(float v);

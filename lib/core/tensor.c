@@ -17,6 +17,8 @@ struct tf_buffer {
   size_t nbytes;
   bool is_string; /* elements are tf_string to free */
   int64_t n;
+  void (*release)(void *arg); /* wrapped memory: released, not freed */
+  void *release_arg;
 };
 
 static void buffer_unref(tf_buffer *b) {
@@ -28,7 +30,11 @@ static void buffer_unref(tf_buffer *b) {
     tf_string *s = b->data;
     for (int64_t i = 0; i < b->n; i++) free(s[i].data);
   }
-  b->alloc->free(b->alloc, b->data, b->nbytes);
+  if (b->release != NULL) {
+    b->release(b->release_arg);
+  } else {
+    b->alloc->free(b->alloc, b->data, b->nbytes);
+  }
   free(b);
 }
 
@@ -57,12 +63,55 @@ tf_code tf_tensor_new_on(tf_allocator *a, tf_dtype dt, const tf_shape *shape,
                          nbytes, a->name);
   }
   atomic_init(&b->refs, 1);
+  b->release = NULL;
+  b->release_arg = NULL;
   b->alloc = a;
   b->data = data;
   b->nbytes = nbytes;
   b->is_string = dt == TF_STRING;
   b->n = n;
   if (b->is_string) memset(data, 0, nbytes);
+  t->dtype = dt;
+  t->shape = *shape;
+  t->n = n;
+  t->nbytes = nbytes;
+  t->data = data;
+  t->buf = b;
+  atomic_init(&t->refs, 1);
+  *out = t;
+  return TF_OK;
+}
+
+tf_code tf_tensor_wrap(tf_dtype dt, const tf_shape *shape, void *data,
+                       size_t nbytes, void (*release)(void *arg), void *arg,
+                       tf_tensor **out, tf_status *st) {
+  *out = NULL;
+  size_t esize = tf_dtype_size(dt);
+  int64_t n = 0;
+  tf_code rc = TF_OK;
+  if (esize == 0 || dt == TF_STRING) {
+    rc = tf_status_set(st, TF_INVALID_ARGUMENT, "tf_tensor_wrap: dtype %s "
+                       "cannot wrap memory", tf_dtype_name(dt));
+  } else if (tf_shape_check(shape, esize, &n, st) != TF_OK) {
+    rc = st->code;
+  } else if ((size_t)n * esize != nbytes || ((uintptr_t)data & 15) != 0) {
+    rc = tf_status_set(st, TF_INVALID_ARGUMENT, "tf_tensor_wrap: %zu bytes "
+                       "at %p for %lld elements of %zu bytes (must match, "
+                       "16-byte aligned)", nbytes, data, (long long)n, esize);
+  }
+  if (rc != TF_OK) {
+    if (release != NULL) release(arg);
+    return rc;
+  }
+  tf_buffer *b = tf__xcalloc(1, sizeof *b);
+  tf_tensor *t = tf__xcalloc(1, sizeof *t);
+  atomic_init(&b->refs, 1);
+  b->alloc = tf_cpu_allocator();
+  b->data = data;
+  b->nbytes = nbytes;
+  b->n = n;
+  b->release = release;
+  b->release_arg = arg;
   t->dtype = dt;
   t->shape = *shape;
   t->n = n;

@@ -96,12 +96,12 @@ static void ignore_reply(void *arg, const tf_status *st, tf_wire_msg *reply) {
   tf_wire_msg_free(reply);
 }
 
-/* AbortStep (when failed) and CleanupGraph to every partition's task. */
+/* AbortStep and CleanupGraph to every partition's task (not waited for). */
 static void finish_on_tasks(tf_master *m, ms_prepared *p, uint64_t step_id,
                             const tf_status *err) {
   for (int i = 0; i < p->n_parts; i++) {
     int t = p->parts[i].task;
-    for (int pass = err ? 0 : 1; pass < 2; pass++) {
+    for (int pass = 0; pass < 2; pass++) {
       tf_wire_header h = tf__ms_header(pass == 0 ? TF_M_ABORT_STEP : TF_M_CLEANUP_GRAPH,
                                        0, step_id, m->spec->rpc_timeout_ms);
       tf_wire_writer *wr = tf_wire_writer_new(&h);
@@ -285,7 +285,9 @@ tf_code tf__ms_run_partitions(tf_master *m, ms_session *sess, ms_prepared *p,
   tf_code rc = s->failed ? tf_status_set(st, s->err.code, "%s", s->err.msg) : TF_OK;
   pthread_mutex_unlock(&s->mu);
   if (rc == TF_OK) rc = collect(m, p, s, fetched, st);
-  finish_on_tasks(m, p, step_id, rc == TF_OK ? NULL : st);
+  /* After a failure, AbortStep and CleanupGraph to every partition; a
+   * successful partition has already dropped its step state. */
+  if (rc != TF_OK) finish_on_tasks(m, p, step_id, st);
   /* Late callbacks touch only the step record (replies), never tasks. */
   free(tasks);
   free(prefixes);

@@ -4,8 +4,9 @@
  * devices, partitions it and registers each partition on its task. Every
  * step then sends one RunGraph per partition, concurrently, and waits for
  * all of them, for the first error, for a task to go down, or for the
- * deadline. After a failure every partition gets AbortStep; after every
- * step every partition gets CleanupGraph (neither is waited for). A
+ * deadline. After a failure every partition gets AbortStep and
+ * CleanupGraph (not waited for); a worker whose partition succeeded drops
+ * the step's state itself. A
  * partition whose task restarted (ABORTED, graph handle unknown) makes the
  * master register the signature again and retry the step once. */
 #include <inttypes.h>

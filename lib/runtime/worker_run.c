@@ -143,6 +143,11 @@ nng_msg *tf__wk_run_graph(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
                              ? tf__now_ns() + req->h.deadline_ms * 1000000 : 0;
       if (tf_executor_run(g->ex, &ctx, r.trace ? &tr : NULL, deadline, st) == TF_OK) {
         reply = run_reply(req, g, rets, r.n_rets, r.trace ? &tr : NULL, st);
+        /* Every _Recv of the partition has its value and every _Send was
+         * acknowledged: nothing more arrives for this step here, so its
+         * table goes now (the master sends CleanupGraph only after a
+         * failure, saving two messages per task per step). */
+        tf_rdv_mgr_cleanup(w->rdv, req->h.step_id);
       } else {
         tf_status_prefix(st, "%s", w->task_prefix);
         tf_rdv_mgr_abort(w->rdv, req->h.step_id, st);

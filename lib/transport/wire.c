@@ -19,6 +19,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 #define WIRE_PREFIX 8 /* "TFW" 0x01 | u32 LE msgpack length */
 #define WIRE_ALIGN 64
+/* Payloads this large become tensors that alias the received message. */
+#define WIRE_ALIAS_MIN ((size_t)64 << 10)
+
+static void release_msg(void *arg) { tf_wire_msg_free(arg); }
 
 static const char wire_magic[3] = {'T', 'F', 'W'};
 
@@ -429,6 +433,7 @@ static tf_code parse_into(tf_wire_msg *r, tf_status *st) {
 tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st) {
   *out = NULL;
   tf_wire_msg *r = tf__xcalloc(1, sizeof *r);
+  atomic_init(&r->refs, 1);
   r->msg = m;
   if (!msgpack_zone_init(&r->zone, 2048)) {
     TF_PANIC("out of memory for a msgpack zone");
@@ -443,7 +448,7 @@ tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st) {
 }
 
 void tf_wire_msg_free(tf_wire_msg *r) {
-  if (r == NULL) {
+  if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1) {
     return;
   }
   msgpack_zone_destroy(&r->zone);
@@ -579,6 +584,12 @@ tf_code tf_wire_unpack_tensor(const tf_wire_msg *r, const msgpack_object *desc,
                              i, src[i]);
       }
     }
+  }
+  if (nbytes >= WIRE_ALIAS_MIN && ((uintptr_t)src & 15) == 0) {
+    tf_wire_msg *owner = (tf_wire_msg *)r;
+    atomic_fetch_add(&owner->refs, 1);
+    return tf_tensor_wrap(dt, &shape, (void *)src, nbytes, release_msg, owner,
+                          out, st);
   }
   TF_TRY(tf_tensor_new(dt, &shape, out, st));
   hint_huge_pages((*out)->data, nbytes);

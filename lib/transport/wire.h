@@ -17,6 +17,7 @@
 
 #include <msgpack.h>
 #include <nng/nng.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -89,6 +90,7 @@ typedef struct tf_wire_msg {
   nng_msg *msg;
   msgpack_zone zone;
   size_t payload_start;  /* offset of the payload area in the NNG body */
+  _Atomic int refs;      /* tf_wire_msg_free, and tensors aliasing it */
 } tf_wire_msg;
 
 /* Parses m (ownership taken, also on error). INVALID_ARGUMENT naming what
@@ -99,7 +101,9 @@ tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st);
 void tf_wire_msg_free(tf_wire_msg *r);
 /* Makes a tensor from a descriptor packed by tf_wire_pack_tensor, checking
  * dtype, shape, and that [off, off+len) lies in the payload area and
- * matches dtype x shape. INVALID_ARGUMENT naming the field otherwise. */
+ * matches dtype x shape. INVALID_ARGUMENT naming the field otherwise.
+ * Payloads of 64 KiB or more are not copied: the tensor aliases the
+ * message (tf_tensor_wrap), which then lives until the tensor dies. */
 tf_code tf_wire_unpack_tensor(const tf_wire_msg *r, const msgpack_object *desc,
                               tf_tensor **out, tf_status *st);
 

@@ -729,6 +729,47 @@ START_TEST(test_unref_below_zero_aborts) {
 }
 END_TEST
 
+static int wrap_released;
+static void wrap_release(void *arg) {
+  wrap_released++;
+  free(arg);
+}
+
+/* tf_tensor_wrap: the memory is used in place and released exactly once,
+ * when the last reference (also of a view) goes; a bad size or alignment
+ * fails naming it and still releases. */
+START_TEST(test_wrap_releases_once) {
+  tf_status st;
+  float *mem = aligned_alloc(64, 64);
+  for (int i = 0; i < 6; i++) mem[i] = (float)i;
+  tf_tensor *t = NULL, *v = NULL;
+  wrap_released = 0;
+  tf_shape s23 = tf_shape_of(2, 2, 3), s6 = tf_shape_of(1, 6);
+  ck_assert_int_eq(tf_tensor_wrap(TF_FLOAT32, &s23, mem, 6 * sizeof(float),
+                                  wrap_release, mem, &t, &st), TF_OK);
+  ck_assert_ptr_eq(t->data, mem);
+  ck_assert_int_eq(tf_tensor_view(t, &s6, &v, &st), TF_OK);
+  tf_tensor_unref(t);
+  ck_assert_int_eq(wrap_released, 0);
+  ck_assert(((float *)v->data)[5] == 5.0f);
+  tf_tensor_unref(v);
+  ck_assert_int_eq(wrap_released, 1);
+  float *bad = aligned_alloc(64, 64);
+  ck_assert_int_eq(tf_tensor_wrap(TF_FLOAT32, &s23, bad, 20, wrap_release, bad,
+                                  &t, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(st.msg, "20 bytes") != NULL, "%s", st.msg);
+  ck_assert_int_eq(wrap_released, 2);
+  char *odd = aligned_alloc(64, 64);
+  ck_assert_int_eq(tf_tensor_wrap(TF_FLOAT32, &s6, odd + 4, 24, NULL, NULL, &t,
+                                  &st), TF_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(st.msg, "aligned") != NULL, "%s", st.msg);
+  free(odd);
+  ck_assert_int_eq(tf_tensor_wrap(TF_STRING, &s6, mem, 24, NULL, NULL, &t, &st),
+                   TF_INVALID_ARGUMENT);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("tensor");
   TCase *tc = tcase_create("tensor");
@@ -761,6 +802,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_str);
   tcase_add_test(tc, test_str_truncation);
   tcase_add_test(tc, test_refcount_threads);
+  tcase_add_test(tc, test_wrap_releases_once);
   tcase_add_test_raise_signal(tc, test_unref_below_zero_aborts, SIGABRT);
   suite_add_tcase(s, tc);
   return s;
