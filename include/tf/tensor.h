@@ -3,7 +3,8 @@
  * A tf_tensor is a heap object with an atomic reference count: the creator
  * holds one reference, tf_tensor_ref adds one, tf_tensor_unref drops one and
  * frees at zero. Its data lives in a tf_buffer (also refcounted) from a
- * device allocator, 64-byte aligned on CPU (wrapped memory: 16); views
+ * device allocator, 64-byte aligned on CPU (wrapped memory: aligned to
+ * the element size); views
  * (Reshape) share a buffer.
  * Element counts and byte sizes are overflow-checked at creation. */
 #ifndef TF_TENSOR_H
@@ -80,7 +81,7 @@ tf_code tf_tensor_from_data(tf_dtype dt, const tf_shape *shape,
                             tf_status *st);
 /* A tensor over memory the caller owns (TensorFlow's TF_NewTensor with a
  * deallocator): nbytes at data must be exactly the elements' bytes (not for
- * strings) and at least 16-byte aligned; release(arg) runs once, when the
+ * strings) and aligned to the element size; release(arg) runs once, when the
  * last reference goes (also if this fails). Kernels may write into it. The
  * wire uses it to hand received payloads to the graph without a copy. */
 tf_code tf_tensor_wrap(tf_dtype dt, const tf_shape *shape, void *data,

@@ -94,10 +94,11 @@ tf_code tf_tensor_wrap(tf_dtype dt, const tf_shape *shape, void *data,
                        "cannot wrap memory", tf_dtype_name(dt));
   } else if (tf_shape_check(shape, esize, &n, st) != TF_OK) {
     rc = st->code;
-  } else if ((size_t)n * esize != nbytes || ((uintptr_t)data & 15) != 0) {
+  } else if ((size_t)n * esize != nbytes || ((uintptr_t)data % esize) != 0) {
     rc = tf_status_set(st, TF_INVALID_ARGUMENT, "tf_tensor_wrap: %zu bytes "
                        "at %p for %lld elements of %zu bytes (must match, "
-                       "16-byte aligned)", nbytes, data, (long long)n, esize);
+                       "aligned to the element size)", nbytes, data,
+                       (long long)n, esize);
   }
   if (rc != TF_OK) {
     if (release != NULL) release(arg);

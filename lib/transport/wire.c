@@ -585,7 +585,11 @@ tf_code tf_wire_unpack_tensor(const tf_wire_msg *r, const msgpack_object *desc,
       }
     }
   }
-  if (nbytes >= WIRE_ALIAS_MIN && ((uintptr_t)src & 15) == 0) {
+  /* NNG's req/rep bodies start 4 bytes into a 16-aligned buffer (the
+   * protocol's request id is trimmed off), so payloads land 4 mod 16:
+   * aliasing needs only the element's natural alignment. */
+  size_t esize = tf_dtype_size(dt);
+  if (nbytes >= WIRE_ALIAS_MIN && ((uintptr_t)src % esize) == 0) {
     tf_wire_msg *owner = (tf_wire_msg *)r;
     atomic_fetch_add(&owner->refs, 1);
     return tf_tensor_wrap(dt, &shape, (void *)src, nbytes, release_msg, owner,

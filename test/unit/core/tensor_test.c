@@ -761,7 +761,7 @@ START_TEST(test_wrap_releases_once) {
   ck_assert_msg(strstr(st.msg, "20 bytes") != NULL, "%s", st.msg);
   ck_assert_int_eq(wrap_released, 2);
   char *odd = aligned_alloc(64, 64);
-  ck_assert_int_eq(tf_tensor_wrap(TF_FLOAT32, &s6, odd + 4, 24, NULL, NULL, &t,
+  ck_assert_int_eq(tf_tensor_wrap(TF_FLOAT32, &s6, odd + 2, 24, NULL, NULL, &t,
                                   &st), TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(st.msg, "aligned") != NULL, "%s", st.msg);
   free(odd);
