@@ -302,6 +302,7 @@ void tf_rdv_step_unref(tf_rendezvous *r) {
   rdv_table *t = (rdv_table *)r;
   tf_rdv_mgr *m = t->m;
   pthread_mutex_lock(&m->mu);
+  t->last_ns = tf__now_ns(); /* the TTL counts from the last user */
   bool lost = table_unref_locked(t);
   pthread_mutex_unlock(&m->mu);
   if (lost) mgr_unref(m);
@@ -563,7 +564,10 @@ int tf_rdv_mgr_sweep(tf_rdv_mgr *m, int64_t now_ns) {
         if (now_ns - e->tomb_ns > m->ttl_ns) remove_ent(m, e);
         continue;
       }
-      if (now_ns - e->t->last_ns <= m->ttl_ns) continue;
+      /* Only orphans expire: a table a RunGraph or a waiting _Recv still
+       * holds (refs beyond the map's) belongs to a running step, which its
+       * deadline and the master's health checks bound. */
+      if (e->t->refs > 1 || now_ns - e->t->last_ns <= m->ttl_ns) continue;
       tf_status why;
       tf_status_set(&why, TF_ABORTED, "step %" PRIu64 ": rendezvous table "
                     "expired after %lld ms without activity", e->id,

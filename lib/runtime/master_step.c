@@ -365,7 +365,17 @@ nng_msg *tf__ms_run_step(tf_master *m, const tf_wire_msg *req, tf_status *st) {
   char **targets = sorted_unique(r.target_names, r.n_targets, true, &nt);
   nng_msg *reply = NULL;
   if (nf != r.n_feeds) {
-    tf_status_set(st, TF_INVALID_ARGUMENT, "RunStep: a feed is given twice");
+    const char *dup = "?";
+    for (int i = 0; i < r.n_feeds && *dup == '?'; i++) {
+      char *ci = canon(r.feed_names[i]);
+      for (int k = i + 1; k < r.n_feeds; k++) {
+        char *ck = canon(r.feed_names[k]);
+        if (strcmp(ci, ck) == 0) dup = r.feed_names[k];
+        free(ck);
+      }
+      free(ci);
+    }
+    tf_status_set(st, TF_INVALID_ARGUMENT, "RunStep: feed '%s' is given twice", dup);
   } else {
     reply = run_signature(m, s, req, &r, feeds, nf, fetches, no, targets, nt, st);
   }
