@@ -1,0 +1,558 @@
+/* bench_dist.c: the cluster runtime's costs on loopback against the raw
+ * transports they are built on, all in one run (issue 5's `make
+ * bench-dist`).
+ *
+ * 1. rpc_rtt_us: a raw NNG req/rep round trip of an 8-byte message over
+ *    tcp://127.0.0.1 (a rep thread in this process, nng_sendmsg and
+ *    nng_recvmsg on both sides).
+ * 2. null_step_us: a real cluster (bin/tfmaster, bin/tfworker as ps and as
+ *    worker, on free loopback ports) and a remote session: a scalar Const
+ *    on the ps, an Identity of it on the worker, fetched by the client.
+ * 3. dense: a 100 MB float32 Const on the ps whose Identity on the worker
+ *    feeds a Size (also on the worker); the client fetches the scalar, so
+ *    the step moves 100 MB from the ps to the worker.
+ * 4. tcp_gbps: the same 100 MB over one loopback TCP connection between
+ *    two threads (reused buffers; a 1-byte request starts each transfer).
+ * The last two lines are null_step_vs_rtt (goal <= 3) and dense_vs_tcp
+ * (goal >= 0.6). Daemons are children of this process: they are stopped
+ * at exit, on SIGINT/SIGTERM and on errors, and die with it. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/runtime/ctl_client.h"
+#include "lib/runtime/ctl_procs.h"
+#include "tf/tf.h"
+
+#define RTT_WARMUP 200
+#define RTT_REPS 2000
+#define NULL_WARMUP 50
+#define NULL_REPS 500
+#define DENSE_ELEMS 25000000LL
+#define DENSE_BYTES (DENSE_ELEMS * 4)
+#define DENSE_WARMUP 3
+#define DENSE_REPS 10
+#define START_TIMEOUT_MS 20000
+#define STEP_TIMEOUT_MS 30000
+#define STOP_GRACE_MS 5000
+
+/* The cluster: master, ps, worker. */
+typedef struct proc {
+  const char *job;
+  int task;
+  int port;
+  pid_t pid;
+  char url[64];
+  char log[128];
+} proc;
+
+static char dir[64];
+static char config[128];
+static proc procs[3] = {{.job = "master"}, {.job = "ps"}, {.job = "worker"}};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts v and returns its q-quantile (0.5: median). */
+static double quantile(double *v, int n, double q) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  int i = (int)(q * (n - 1) + 0.5);
+  return v[i];
+}
+
+/* Stops the daemons (SIGTERM, then SIGKILL after the grace) and removes
+ * the temporary directory. Idempotent; runs at exit. */
+static void cleanup(void) {
+  for (int i = 0; i < 3; i++) {
+    if (procs[i].pid > 0) {
+      kill(procs[i].pid, SIGTERM);
+    }
+  }
+  for (int i = 0; i < 3; i++) {
+    if (procs[i].pid > 0) {
+      tf_ctl_stop_pid(procs[i].pid, SIGTERM, STOP_GRACE_MS);
+      procs[i].pid = 0;
+    }
+  }
+  if (dir[0] != '\0') {
+    for (int i = 0; i < 3; i++) {
+      unlink(procs[i].log);
+    }
+    unlink(config);
+    rmdir(dir);
+    dir[0] = '\0';
+  }
+}
+
+/* Whether every started daemon has been reaped (async-signal-safe). */
+static bool all_reaped(void) {
+  bool all = true;
+  for (int i = 0; i < 3; i++) {
+    if (procs[i].pid > 0 && waitpid(procs[i].pid, NULL, WNOHANG) == 0) {
+      all = false;
+    } else {
+      procs[i].pid = 0;
+    }
+  }
+  return all;
+}
+
+/* SIGINT/SIGTERM: only async-signal-safe calls. SIGTERM to the daemons,
+ * up to 2 s for them to exit, then SIGKILL. */
+static void on_signal(int sig) {
+  for (int i = 0; i < 3; i++) {
+    if (procs[i].pid > 0) {
+      kill(procs[i].pid, SIGTERM);
+    }
+  }
+  struct timespec tick = {.tv_nsec = 10000000};
+  for (int k = 0; k < 200 && !all_reaped(); k++) {
+    nanosleep(&tick, NULL);
+  }
+  for (int i = 0; i < 3; i++) {
+    if (procs[i].pid > 0) {
+      kill(procs[i].pid, SIGKILL);
+      waitpid(procs[i].pid, NULL, 0);
+    }
+  }
+  if (dir[0] != '\0') {
+    for (int i = 0; i < 3; i++) {
+      unlink(procs[i].log);
+    }
+    unlink(config);
+    rmdir(dir);
+  }
+  _exit(128 + sig);
+}
+
+/* Prints the daemons' log tails and exits 1 (cleanup runs at exit). */
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "bench_dist: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  for (int i = 0; i < 3 && dir[0] != '\0'; i++) {
+    char *tail = tf_ctl_file_tail(procs[i].log, 15, "  | ");
+    fprintf(stderr, "---- %s\n%s", procs[i].log, tail);
+    free(tail);
+  }
+  exit(1);
+}
+
+/* A free loopback port: bind 127.0.0.1:0, read it, close. */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof sa;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+      getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+    port = ntohs(sa.sin_port);
+  }
+  if (fd >= 0) {
+    close(fd);
+  }
+  if (port <= 0) {
+    die("no free loopback port: %s", strerror(errno));
+  }
+  return port;
+}
+
+/* ---- 1. raw NNG req/rep round trip ---- */
+
+static void *rep_loop(void *arg) {
+  nng_socket s = *(nng_socket *)arg;
+  for (;;) {
+    nng_msg *m = NULL;
+    if (nng_recvmsg(s, &m, 0) != 0) {
+      return NULL; /* closed */
+    }
+    if (nng_sendmsg(s, m, 0) != 0) {
+      nng_msg_free(m);
+    }
+  }
+}
+
+static void nng_check(int rv, const char *what) {
+  if (rv != 0) {
+    die("%s: %s", what, nng_strerror(rv));
+  }
+}
+
+/* One timed round trip of an 8-byte message; seconds. */
+static double rtt_once(nng_socket c, uint64_t i) {
+  nng_msg *m = NULL;
+  double t0 = now_s();
+  nng_check(nng_msg_alloc(&m, 0), "nng_msg_alloc");
+  nng_check(nng_msg_append(m, &i, sizeof i), "nng_msg_append");
+  int rv = nng_sendmsg(c, m, 0);
+  if (rv != 0) {
+    nng_msg_free(m);
+    nng_check(rv, "nng_sendmsg");
+  }
+  nng_check(nng_recvmsg(c, &m, 0), "nng_recvmsg");
+  double t1 = now_s();
+  nng_msg_free(m);
+  return t1 - t0;
+}
+
+static void bench_rtt(double *med_us, double *p90_us) {
+  nng_socket srv, cli;
+  nng_listener l;
+  int port = 0;
+  nng_check(nng_rep0_open(&srv), "nng_rep0_open");
+  nng_check(nng_listen(srv, "tcp://127.0.0.1:0", &l, 0), "nng_listen");
+  nng_check(nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port), "bound port");
+  pthread_t th;
+  pthread_create(&th, NULL, rep_loop, &srv);
+  char url[64];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+  nng_check(nng_req0_open(&cli), "nng_req0_open");
+  nng_check(nng_socket_set_ms(cli, NNG_OPT_RECVTIMEO, 5000), "recv timeout");
+  nng_check(nng_socket_set_ms(cli, NNG_OPT_SENDTIMEO, 5000), "send timeout");
+  nng_check(nng_dial(cli, url, NULL, 0), "nng_dial");
+  static double t[RTT_REPS];
+  for (int i = 0; i < RTT_WARMUP; i++) {
+    rtt_once(cli, (uint64_t)i);
+  }
+  for (int i = 0; i < RTT_REPS; i++) {
+    t[i] = rtt_once(cli, (uint64_t)i);
+  }
+  nng_close(cli);
+  nng_close(srv);
+  pthread_join(th, NULL);
+  *med_us = quantile(t, RTT_REPS, 0.5) * 1e6;
+  *p90_us = quantile(t, RTT_REPS, 0.9) * 1e6;
+}
+
+/* ---- 2, 3. the cluster ---- */
+
+static void write_config(void) {
+  snprintf(config, sizeof config, "%s/cluster.yaml", dir);
+  FILE *f = fopen(config, "w");
+  if (f == NULL) {
+    die("cannot write %s: %s", config, strerror(errno));
+  }
+  fprintf(f,
+          "# written by bench/bench_dist.c\ncluster: bench\ntransport: tcp\njobs:\n"
+          "  master: [127.0.0.1:%d]\n  ps: [127.0.0.1:%d]\n  worker: [127.0.0.1:%d]\n"
+          "timeouts:\n  rpc_ms: 30000\n  registration_ms: 10000\n  drain_ms: 2000\n"
+          "run_dir: %s/run\nlog_level: warning\n",
+          procs[0].port, procs[1].port, procs[2].port, dir);
+  fclose(f);
+}
+
+static void start_proc(proc *p, const char *bin_dir) {
+  char prog[512], task[16];
+  bool master = strcmp(p->job, "master") == 0;
+  snprintf(prog, sizeof prog, "%s/%s", bin_dir, master ? "tfmaster" : "tfworker");
+  snprintf(task, sizeof task, "%d", p->task);
+  char *argv_m[] = {prog, "--config", config, NULL};
+  char *argv_w[] = {prog, "--config", config, "--job", (char *)p->job, "--task", task, NULL};
+  tf_ctl_spawn_opts so = {.log_path = p->log, .die_with_parent = true};
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_ctl_spawn(master ? argv_m : argv_w, &so, &p->pid, &st) != TF_OK) {
+    p->pid = 0;
+    die("cannot start %s: %s", prog, st.msg);
+  }
+}
+
+/* Starts the three daemons and waits (bounded) until each answers. */
+static void start_cluster(const char *bin_dir) {
+  snprintf(dir, sizeof dir, "/tmp/tf-bench-dist-XXXXXX");
+  if (mkdtemp(dir) == NULL) {
+    dir[0] = '\0';
+    die("mkdtemp: %s", strerror(errno));
+  }
+  for (int i = 0; i < 3; i++) {
+    proc *p = &procs[i];
+    do {
+      p->port = free_port();
+    } while ((i > 0 && p->port == procs[0].port) || (i > 1 && p->port == procs[1].port));
+    snprintf(p->url, sizeof p->url, "tcp://127.0.0.1:%d", p->port);
+    snprintf(p->log, sizeof p->log, "%s/%s-%d.log", dir, p->job, p->task);
+  }
+  write_config();
+  for (int i = 0; i < 3; i++) {
+    start_proc(&procs[i], bin_dir);
+  }
+  int64_t deadline = tf_ctl_now_ms() + START_TIMEOUT_MS;
+  for (int i = 0; i < 3; i++) {
+    while (!tf_ctl_answers(procs[i].url, 300)) {
+      if (tf_ctl_reap(procs[i].pid) >= 0) {
+        procs[i].pid = 0;
+        die("/job:%s/task:0 exited before answering", procs[i].job);
+      }
+      if (tf_ctl_now_ms() > deadline) {
+        die("/job:%s/task:0 did not answer within %d ms", procs[i].job, START_TIMEOUT_MS);
+      }
+      tf_ctl_sleep_ms(20);
+    }
+  }
+}
+
+static tf_node *add_node(tf_graph *g, const char *op, const char *name, const char *device,
+                         const tf_output *in, const tf_attr_kv *attrs, int n_attrs) {
+  tf_status st;
+  tf_node_builder *b = tf_node_begin(g, op, name);
+  if (in != NULL) {
+    tf_node_add_input(b, *in);
+  }
+  for (int i = 0; i < n_attrs; i++) {
+    tf_node_set_attr(b, attrs[i].name, attrs[i].value);
+  }
+  tf_node_set_device(b, device);
+  tf_node *n = tf_node_finish(b, &st);
+  if (n == NULL) {
+    die("building %s: %s", name, st.msg);
+  }
+  return n;
+}
+
+#define PS "/job:ps/task:0"
+#define WORKER "/job:worker/task:0"
+
+/* null: Const (ps) -> null_id (worker). dense: big (ps) -> big_id
+ * (worker) -> big_size (worker). */
+static tf_graph *build_graph(void) {
+  tf_graph *g = tf_graph_new();
+  tf_tensor *one = tf_tensor_scalar_f32(1.0f);
+  tf_attr_kv a1[] = {{"dtype", tf_attr_type_v(TF_FLOAT32)}, {"value", tf_attr_tensor(one)}};
+  tf_node *c = add_node(g, "Const", "null_c", PS, NULL, a1, 2);
+  tf_output o = {c, 0};
+  add_node(g, "Identity", "null_id", WORKER, &o, NULL, 0);
+  tf_tensor_unref(one);
+
+  int64_t dims[1] = {DENSE_ELEMS};
+  tf_shape sh = tf_shape_make(1, dims);
+  tf_tensor *big = NULL;
+  tf_status st;
+  if (tf_tensor_new(TF_FLOAT32, &sh, &big, &st) != TF_OK) {
+    die("100 MB tensor: %s", st.msg);
+  }
+  float *d = big->data;
+  for (int64_t i = 0; i < DENSE_ELEMS; i++) {
+    d[i] = (float)(i & 1023);
+  }
+  tf_attr_kv a2[] = {{"dtype", tf_attr_type_v(TF_FLOAT32)}, {"value", tf_attr_tensor(big)}};
+  tf_node *bc = add_node(g, "Const", "big", PS, NULL, a2, 2);
+  tf_tensor_unref(big);
+  o = (tf_output){bc, 0};
+  tf_node *bi = add_node(g, "Identity", "big_id", WORKER, &o, NULL, 0);
+  o = (tf_output){bi, 0};
+  add_node(g, "Size", "big_size", WORKER, &o, NULL, 0);
+  return g;
+}
+
+static tf_session *open_session(tf_graph *g) {
+  char target[64];
+  snprintf(target, sizeof target, "tcp://127.0.0.1:%d", procs[0].port);
+  tf_session_options o = {.target = target};
+  tf_status st;
+  tf_status_init(&st);
+  int64_t deadline = tf_ctl_now_ms() + START_TIMEOUT_MS;
+  for (;;) {
+    tf_session *s = tf_session_new(g, &o, &st);
+    if (s != NULL) {
+      return s;
+    }
+    if (tf_ctl_now_ms() > deadline) {
+      die("remote session on %s: %s", target, st.msg);
+    }
+    tf_ctl_sleep_ms(100);
+  }
+}
+
+/* One step fetching `fetch`; returns its seconds and checks the value. */
+static double step(tf_session *s, const char *fetch, double want) {
+  tf_run_options ro = {.timeout_ms = STEP_TIMEOUT_MS};
+  tf_tensor *out = NULL;
+  tf_status st;
+  tf_status_init(&st);
+  double t0 = now_s();
+  if (tf_session_run(s, &ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL, &st) != TF_OK) {
+    die("step fetching %s: %s", fetch, st.msg);
+  }
+  double t = now_s() - t0;
+  double got = tf_tensor_get_f64(out, 0);
+  tf_tensor_unref(out);
+  if (got != want) {
+    die("step fetching %s returned %g, expected %g", fetch, got, want);
+  }
+  return t;
+}
+
+/* ---- 4. raw loopback TCP ---- */
+
+typedef struct tcp_pair {
+  int listen_fd;
+  char *buf;
+} tcp_pair;
+
+static bool full_io(int fd, char *p, size_t n, bool wr) {
+  while (n > 0) {
+    ssize_t r = wr ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+    if (r < 0 && errno == EINTR) {
+      continue;
+    }
+    if (r <= 0) {
+      return false;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return true;
+}
+
+/* Sender: per 1-byte request, writes DENSE_BYTES from one reused buffer. */
+static void *tcp_sender(void *arg) {
+  tcp_pair *tp = arg;
+  int fd = accept(tp->listen_fd, NULL, NULL);
+  char go;
+  while (fd >= 0 && full_io(fd, &go, 1, false)) {
+    if (!full_io(fd, tp->buf, (size_t)DENSE_BYTES, true)) {
+      break;
+    }
+  }
+  if (fd >= 0) {
+    close(fd);
+  }
+  return NULL;
+}
+
+static int tcp_listen(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof sa;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 1) != 0 ||
+      getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+    die("tcp listen: %s", strerror(errno));
+  }
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
+/* Median seconds per 100 MB transfer. */
+static double bench_tcp(void) {
+  int port = 0;
+  tcp_pair tp = {.listen_fd = tcp_listen(&port), .buf = malloc((size_t)DENSE_BYTES)};
+  char *rbuf = malloc((size_t)DENSE_BYTES);
+  if (tp.buf == NULL || rbuf == NULL) {
+    die("out of memory");
+  }
+  memset(tp.buf, 1, (size_t)DENSE_BYTES); /* fault the pages in once */
+  memset(rbuf, 0, (size_t)DENSE_BYTES);
+  pthread_t th;
+  pthread_create(&th, NULL, tcp_sender, &tp);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct timeval tv = {.tv_sec = 10};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    die("tcp connect: %s", strerror(errno));
+  }
+  static double t[DENSE_REPS];
+  for (int i = 0; i < DENSE_WARMUP + DENSE_REPS; i++) {
+    double t0 = now_s();
+    char go = 1;
+    if (!full_io(fd, &go, 1, true) || !full_io(fd, rbuf, (size_t)DENSE_BYTES, false)) {
+      die("tcp transfer %d failed: %s", i, strerror(errno));
+    }
+    if (i >= DENSE_WARMUP) {
+      t[i - DENSE_WARMUP] = now_s() - t0;
+    }
+  }
+  close(fd);
+  pthread_join(th, NULL);
+  close(tp.listen_fd);
+  free(tp.buf);
+  free(rbuf);
+  return quantile(t, DENSE_REPS, 0.5);
+}
+
+/* ---- main ---- */
+
+static const char *bin_dir_arg(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++) {
+    if (strcmp(argv[i], "--bin") == 0) {
+      return argv[i + 1];
+    }
+  }
+  return "bin";
+}
+
+/* Times the null and dense steps on the running cluster. */
+static void bench_steps(double *null_med, double *null_p90, double *dense_med) {
+  tf_graph *g = build_graph();
+  tf_session *s = open_session(g);
+  static double tn[NULL_REPS], td[DENSE_REPS];
+  for (int i = 0; i < NULL_WARMUP; i++) {
+    step(s, "null_id:0", 1.0);
+  }
+  for (int i = 0; i < NULL_REPS; i++) {
+    tn[i] = step(s, "null_id:0", 1.0);
+  }
+  for (int i = 0; i < DENSE_WARMUP; i++) {
+    step(s, "big_size:0", (double)DENSE_ELEMS);
+  }
+  for (int i = 0; i < DENSE_REPS; i++) {
+    td[i] = step(s, "big_size:0", (double)DENSE_ELEMS);
+  }
+  tf_session_free(s);
+  tf_graph_free(g);
+  *null_med = quantile(tn, NULL_REPS, 0.5);
+  *null_p90 = quantile(tn, NULL_REPS, 0.9);
+  *dense_med = quantile(td, DENSE_REPS, 0.5);
+}
+
+int main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  atexit(cleanup);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  double rtt_med, rtt_p90;
+  bench_rtt(&rtt_med, &rtt_p90);
+  printf("rpc_rtt_us: %.1f\nrpc_rtt_p90_us: %.1f\n", rtt_med, rtt_p90);
+
+  start_cluster(bin_dir_arg(argc, argv));
+  double null_med, null_p90, dense_med;
+  bench_steps(&null_med, &null_p90, &dense_med);
+  cleanup();
+  double dense_gbps = (double)DENSE_BYTES / dense_med / 1e9;
+  printf("null_step_us: %.1f\nnull_step_p90_us: %.1f\n", null_med * 1e6, null_p90 * 1e6);
+  printf("dense_step_ms: %.2f\ndense_gbps: %.3f\n", dense_med * 1e3, dense_gbps);
+
+  double tcp_med = bench_tcp();
+  double tcp_gbps = (double)DENSE_BYTES / tcp_med / 1e9;
+  printf("tcp_ms: %.2f\ntcp_gbps: %.3f\n", tcp_med * 1e3, tcp_gbps);
+  printf("null_step_vs_rtt: %.2f\n", null_med * 1e6 / rtt_med);
+  printf("dense_vs_tcp: %.2f\n", dense_gbps / tcp_gbps);
+  return 0;
+}
