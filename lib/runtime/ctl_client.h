@@ -34,8 +34,10 @@ void tf_ctl_tasks_free(tf_ctl_task *ts, int n);
 tf_code tf_ctl_get_status(const char *url, int64_t timeout_ms, tf_ctl_task *out,
                           tf_status *st);
 
-/* Whether the server at url answers at all within timeout_ms: any reply,
- * even an error reply (a master answers GetStatus with an error), counts. */
+/* Whether the server at url answers within timeout_ms: any reply counts
+ * except one saying DEADLINE_EXCEEDED, UNAVAILABLE or CANCELLED (a daemon
+ * that is shutting down is not serving), which the caller cannot tell from
+ * a call that got no reply. A malformed URL never answers. */
 bool tf_ctl_answers(const char *url, int64_t timeout_ms);
 
 /* ClusterStatus to the master: *out gets *n tasks (free with
