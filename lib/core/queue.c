@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "lib/core/philox.h"
 #include "lib/core/util.h"
@@ -651,13 +650,7 @@ tf_code tf_queue_config_check(const tf_queue_config *cfg, tf_status *st) {
 }
 
 /* A seed for "seed = seed2 = 0": random, as TF's random::New64. */
-static uint64_t fresh_seed(void) {
-  uint64_t s;
-  if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) {
-    s = (uint64_t)tf__now_ns() * 0x9E3779B97F4A7C15ull;
-  }
-  return s;
-}
+static uint64_t fresh_seed(void) { return tf__random_u64(); }
 
 tf_queue *tf_queue_new(const char *container, const char *name,
                        const tf_queue_config *cfg) {

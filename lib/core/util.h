@@ -39,5 +39,8 @@ char *tf__xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Monotonic clock in nanoseconds. */
 int64_t tf__now_ns(void);
+/* A random non-zero 64-bit value (getrandom; the clock if that fails), for
+ * seeds, ids and incarnations. */
+uint64_t tf__random_u64(void);
 
 #endif

@@ -13,24 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "lib/core/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
 
-tf_wire_writer *tf__ms_reply(const tf_wire_msg *req) {
-  tf_wire_header h = {.version = TF_WIRE_VERSION, .method = req->h.method,
-                      .request_id = req->h.request_id,
-                      .session = req->h.session, .step_id = req->h.step_id,
-                      .is_reply = true, .code = TF_OK, .error = ""};
-  return tf_wire_writer_new(&h);
-}
 
 nng_msg *tf__ms_empty_reply(const tf_wire_msg *req, tf_status *st) {
   nng_msg *msg = NULL;
-  tf_wire_finish(tf__ms_reply(req), &msg, st);
+  tf_wire_finish(tf_wire_reply_writer(req), &msg, st);
   return msg;
 }
 
@@ -204,7 +196,7 @@ tf_code tf__ms_wait_tasks(tf_master *m, int64_t timeout_ms, tf_status *st) {
 /* ---- ListDevices, ClusterStatus, Reset ------------------------------------ */
 
 static nng_msg *list_devices(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  tf_wire_writer *wr = tf__ms_reply(req);
+  tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   pthread_mutex_lock(&m->mu);
   int n = 0;
@@ -234,7 +226,7 @@ static nng_msg *list_devices(tf_master *m, const tf_wire_msg *req, tf_status *st
 }
 
 static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  tf_wire_writer *wr = tf__ms_reply(req);
+  tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   int64_t now = tf__now_ns();
   pthread_mutex_lock(&m->mu);
@@ -302,7 +294,7 @@ static nng_msg *reset(tf_master *m, const tf_wire_msg *req, tf_status *st) {
 
 /* GetStatus on the master: who it is (it has no devices of its own). */
 static nng_msg *master_status(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  tf_wire_writer *wr = tf__ms_reply(req);
+  tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   int sessions = tf_master_num_sessions(m);
   pthread_mutex_lock(&m->mu);
@@ -376,9 +368,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   tf_master *m = tf__xcalloc(1, sizeof *m);
   m->spec = spec;
   m->url = tf_cluster_task_url(spec, "master", 0);
-  if (getrandom(&m->incarnation, sizeof m->incarnation, 0) != (ssize_t)sizeof m->incarnation) {
-    m->incarnation = (uint64_t)tf__now_ns();
-  }
+  m->incarnation = tf__random_u64();
   m->costs = tf_cost_model_new();
   pthread_mutex_init(&m->mu, NULL);
   pthread_cond_init(&m->idle_cv, NULL);

@@ -85,8 +85,6 @@ struct tf_master {
   tf_cost_model *costs;
 };
 
-/* The reply writer for req. */
-tf_wire_writer *tf__ms_reply(const tf_wire_msg *req);
 nng_msg *tf__ms_empty_reply(const tf_wire_msg *req, tf_status *st);
 /* A new request header for method. */
 tf_wire_header tf__ms_header(int method, uint64_t session, uint64_t step,

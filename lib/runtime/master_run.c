@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "lib/core/util.h"
@@ -237,11 +236,8 @@ tf_code tf__ms_run_partitions(tf_master *m, ms_session *sess, ms_prepared *p,
                            m->tasks[p->parts[i].task].prefix);
     }
   }
-  uint64_t step_id = 0;
-  if (getrandom(&step_id, sizeof step_id, 0) != (ssize_t)sizeof step_id) {
-    step_id = (uint64_t)tf__now_ns();
-  }
-  step_id = (step_id >> 8) | (1ull << 56); /* TF keeps the top byte 0x01 */
+  /* TF keeps the top byte 0x01. */
+  uint64_t step_id = (tf__random_u64() >> 8) | (1ull << 56);
   bool first_trace = !atomic_exchange(&p->traced, true);
   ms_step *s = tf__xcalloc(1, sizeof *s);
   pthread_mutex_init(&s->mu, NULL);

@@ -6,20 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "lib/core/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
 #include "tf/serialize.h"
-
-static uint64_t new_handle(void) {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
-    v = (uint64_t)tf__now_ns() * 0x9e3779b97f4a7c15ull;
-  }
-  return v ? v : 1;
-}
 
 static void hkey(uint64_t h, char key[24]) { snprintf(key, 24, "%016" PRIx64, h); }
 
@@ -111,7 +102,7 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   char key[24];
   pthread_mutex_lock(&m->mu);
   do {
-    s->handle = new_handle();
+    s->handle = tf__random_u64();
     hkey(s->handle, key);
   } while (tf__strmap_get(&m->sessions, key, NULL) != NULL);
   s->last_used_ns = tf__now_ns();
@@ -119,7 +110,7 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   m->n_sessions++;
   pthread_mutex_unlock(&m->mu);
   tf_log(LOG_INFO, "session %s created (%d nodes)", key, tf_graph_num_nodes(s->g));
-  tf_wire_writer *wr = tf__ms_reply(req);
+  tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   msgpack_pack_map(pk, 1);
   tf_wire_pack_str(pk, "session");

@@ -291,7 +291,7 @@ static tf_code order_feeds(const ms_prepared *p, const step_req *r,
 static nng_msg *step_reply(const tf_wire_msg *req, const step_req *r,
                            const ms_prepared *p, tf_tensor **fetched,
                            tf_status *st) {
-  tf_wire_writer *wr = tf__ms_reply(req);
+  tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   msgpack_pack_map(pk, 1);
   tf_wire_pack_str(pk, "fetches");

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,25 +15,10 @@
 #include "lib/runtime/worker_impl.h"
 #include "tf/serialize.h"
 
-static uint64_t random_u64(void) {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v || v == 0) {
-    v = (uint64_t)tf__now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-  }
-  return v ? v : 1;
-}
-
-tf_wire_writer *tf__wk_reply(const tf_wire_msg *req) {
-  tf_wire_header h = {.version = TF_WIRE_VERSION, .method = req->h.method,
-                      .request_id = req->h.request_id,
-                      .session = req->h.session, .step_id = req->h.step_id,
-                      .is_reply = true, .code = TF_OK, .error = ""};
-  return tf_wire_writer_new(&h);
-}
 
 nng_msg *tf__wk_empty_reply(const tf_wire_msg *req, tf_status *st) {
   nng_msg *m = NULL;
-  tf_wire_finish(tf__wk_reply(req), &m, st);
+  tf_wire_finish(tf_wire_reply_writer(req), &m, st);
   return m;
 }
 
@@ -51,7 +35,7 @@ tf_rpc_client *tf__wk_client(tf_worker *w, const char *url, tf_status *st) {
 /* ---- GetStatus ------------------------------------------------------------ */
 
 static nng_msg *get_status(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
-  tf_wire_writer *wr = tf__wk_reply(req);
+  tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   pthread_mutex_lock(&w->mu);
   int running = w->n_steps, graphs = w->n_graphs;
@@ -122,7 +106,7 @@ static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
   pthread_mutex_unlock(&w->mu);
   tf_log(LOG_DEBUG, "registered graph %s (%d nodes) for session %016" PRIx64,
          key, tf_graph_num_nodes(g->g), g->session);
-  tf_wire_writer *wr = tf__wk_reply(req);
+  tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   msgpack_pack_map(pk, 1);
   tf_wire_pack_str(pk, "handle");
@@ -249,7 +233,7 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
   w->spec = spec;
   w->job = tf__xstrdup(job);
   w->task = task;
-  w->incarnation = random_u64();
+  w->incarnation = tf__random_u64();
   w->task_prefix = tf__xasprintf("/job:%s/replica:0/task:%d", job, task);
   w->dev_name = tf__xasprintf("%s/device:CPU:0", w->task_prefix);
   w->dev = *tf_cpu_device();

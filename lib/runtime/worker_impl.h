@@ -58,8 +58,6 @@ struct tf_worker {
   _Atomic uint64_t steps_run;
 };
 
-/* The reply writer for req (echoes method, request and step ids). */
-tf_wire_writer *tf__wk_reply(const tf_wire_msg *req);
 /* A reply with a nil body. */
 nng_msg *tf__wk_empty_reply(const tf_wire_msg *req, tf_status *st);
 /* The client for task URL url (made once, kept until the worker ends). */

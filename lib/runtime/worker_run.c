@@ -90,7 +90,7 @@ static tf_code parse_run(const tf_wire_msg *req, run_req *r, tf_status *st) {
 
 static nng_msg *run_reply(const tf_wire_msg *req, wk_graph *g, tf_tensor **rets,
                           int n_rets, const tf_exec_trace *tr, tf_status *st) {
-  tf_wire_writer *wr = tf__wk_reply(req);
+  tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   msgpack_pack_map(pk, 2);
   tf_wire_pack_str(pk, "rets");

@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -262,11 +261,7 @@ static pthread_once_t request_id_once = PTHREAD_ONCE_INIT;
 
 /* Random start, so ids from a restarted process do not repeat old ones. */
 static void seed_request_ids(void) {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
-    v = (uint64_t)tf__now_ns() * 0x9E3779B97F4A7C15ull;
-  }
-  atomic_store(&next_request_id, v);
+  atomic_store(&next_request_id, tf__random_u64());
 }
 
 uint64_t tf_rpc_new_request_id(void) {

@@ -236,6 +236,14 @@ done:
   return c;
 }
 
+tf_wire_writer *tf_wire_reply_writer(const tf_wire_msg *req) {
+  tf_wire_header h = {.version = TF_WIRE_VERSION, .method = req->h.method,
+                      .request_id = req->h.request_id,
+                      .session = req->h.session, .step_id = req->h.step_id,
+                      .is_reply = true, .code = TF_OK, .error = ""};
+  return tf_wire_writer_new(&h);
+}
+
 tf_code tf_wire_error_reply(const tf_wire_header *req, const tf_status *st,
                             nng_msg **out, tf_status *err) {
   tf_wire_header h = {0};

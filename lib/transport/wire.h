@@ -99,6 +99,9 @@ typedef struct tf_wire_msg {
  * M-byte message", ... */
 tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st);
 void tf_wire_msg_free(tf_wire_msg *r);
+/* A writer for the OK reply to req (its method, request, session and step
+ * ids echoed). */
+tf_wire_writer *tf_wire_reply_writer(const tf_wire_msg *req);
 /* Makes a tensor from a descriptor packed by tf_wire_pack_tensor, checking
  * dtype, shape, and that [off, off+len) lies in the payload area and
  * matches dtype x shape. INVALID_ARGUMENT naming the field otherwise.
