@@ -232,7 +232,25 @@ static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *
   pthread_mutex_lock(&m->mu);
   msgpack_pack_map(pk, 1);
   tf_wire_pack_str(pk, "tasks");
-  msgpack_pack_array(pk, (size_t)m->n_tasks);
+  msgpack_pack_array(pk, (size_t)m->n_tasks + 1);
+  /* The master itself first: it answers, so it is up. */
+  msgpack_pack_map(pk, 8);
+  tf_wire_pack_str(pk, "job");
+  tf_wire_pack_str(pk, "master");
+  tf_wire_pack_str(pk, "task");
+  msgpack_pack_int(pk, 0);
+  tf_wire_pack_str(pk, "url");
+  tf_wire_pack_str(pk, m->url);
+  tf_wire_pack_str(pk, "up");
+  msgpack_pack_true(pk);
+  tf_wire_pack_str(pk, "incarnation");
+  msgpack_pack_uint64(pk, m->incarnation);
+  tf_wire_pack_str(pk, "devices");
+  msgpack_pack_array(pk, 0);
+  tf_wire_pack_str(pk, "last_ok_ms");
+  msgpack_pack_int64(pk, 0);
+  tf_wire_pack_str(pk, "error");
+  tf_wire_pack_str(pk, "");
   for (int i = 0; i < m->n_tasks; i++) {
     ms_task *t = &m->tasks[i];
     msgpack_pack_map(pk, 8);
