@@ -69,3 +69,12 @@ uint64_t tf__random_u64(void) {
   }
   return v ? v : 1;
 }
+
+void tf__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t ns = (int64_t)ts.tv_nsec + ms * 1000000;
+  ts.tv_sec += (time_t)(ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  pthread_cond_timedwait(cv, mu, &ts);
+}

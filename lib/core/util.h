@@ -5,6 +5,7 @@
 #define TF_CORE_UTIL_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 /* Prints "file:line: assertion `expr' failed" and aborts. Stays on in
@@ -42,5 +43,8 @@ int64_t tf__now_ns(void);
 /* A random non-zero 64-bit value (getrandom; the clock if that fails), for
  * seeds, ids and incarnations. */
 uint64_t tf__random_u64(void);
+/* pthread_cond_timedwait for at most ms milliseconds from now (mu held);
+ * callers loop on their condition and their own deadline. */
+void tf__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms);
 
 #endif

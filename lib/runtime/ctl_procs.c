@@ -2,6 +2,7 @@
  * (fork + execvpe with the log file and environment prepared before the
  * fork, exec failures reported through a close-on-exec pipe), pid files
  * written atomically, and log tails for error reports. */
+#include "lib/core/util.h"
 #include "lib/runtime/ctl_procs.h"
 
 #include <errno.h>
@@ -20,11 +21,7 @@
 
 extern char **environ;
 
-int64_t tf_ctl_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t tf_ctl_now_ms(void) { return tf__now_ns() / 1000000; }
 
 void tf_ctl_sleep_ms(int64_t ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};

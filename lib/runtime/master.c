@@ -412,11 +412,7 @@ void tf_master_drain(tf_master *m, int64_t timeout_ms) {
   pthread_mutex_lock(&m->mu);
   m->draining = true;
   while (m->n_steps > 0 && tf__now_ns() < deadline) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50 * 1000000;
-    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-    pthread_cond_timedwait(&m->idle_cv, &m->mu, &ts);
+    tf__cond_wait_ms(&m->idle_cv, &m->mu, 50);
   }
   pthread_mutex_unlock(&m->mu);
 }

@@ -179,11 +179,7 @@ static void wait_step(ms_step *s, int64_t deadline_ms) {
       fail_locked(s, TF_DEADLINE_EXCEEDED, msg);
       break;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 20 * 1000000;
-    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    tf__cond_wait_ms(&s->cv, &s->mu, 20);
   }
   pthread_mutex_unlock(&s->mu);
 }

@@ -272,11 +272,7 @@ void tf_worker_drain(tf_worker *w, int64_t timeout_ms) {
   pthread_mutex_lock(&w->mu);
   w->draining = true;
   while (w->n_steps > 0 && tf__now_ns() < deadline) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50 * 1000000;
-    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-    pthread_cond_timedwait(&w->idle_cv, &w->mu, &ts);
+    tf__cond_wait_ms(&w->idle_cv, &w->mu, 50);
   }
   for (int i = 0; i < w->n_steps; i++) {
     tf_cancel_start(w->steps[i].cancel, TF_UNAVAILABLE, "the worker is shutting down");
