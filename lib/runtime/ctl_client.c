@@ -132,9 +132,9 @@ tf_code tf_ctl_get_status(const char *url, int64_t timeout_ms, tf_ctl_task *out,
 bool tf_ctl_answers(const char *url, int64_t timeout_ms) {
   tf_status st;
   tf_status_init(&st);
-  tf_rpc_client *probe = NULL;
-  if (tf_rpc_client_new(url, 0, &probe, &st) != TF_OK) return false; /* bad URL */
-  tf_rpc_client_free(probe);
+  nng_url *u = NULL;
+  if (url == NULL || nng_url_parse(&u, url) != 0) return false; /* bad URL */
+  nng_url_free(u);
   tf_wire_msg *r = NULL;
   tf_code code = call(url, TF_M_GET_STATUS, timeout_ms, &r, &st);
   tf_wire_msg_free(r);
