@@ -1,11 +1,11 @@
 # Makefile: the one entry point.
-#   make              build lib/libtf.a, lib/libtf.so and the programs
+#   make              build build/lib/libtf.a, build/lib/libtf.so and the programs
 #   make check        install missing deps, build and run every unit test
 #   make SANITIZE=address,undefined check   the same under sanitizers
 #   make bench-matmul MatMul kernel vs direct cblas_sgemm
 #   make docs         regenerate docs/ops.md from the op registry
 # Sources are found by globbing: a new lib/ file or test/unit/*_test.c is
-# built without editing this file.
+# built without editing this file. Every output goes under build/.
 
 CC      ?= cc
 SANITIZE ?=
@@ -15,12 +15,12 @@ OPT     ?= -O3
 comma   := ,
 ifeq ($(SANITIZE),)
 BUILD   := build
-LIBDIR  := lib
 else
-# One build directory per sanitizer set: make does not track flags.
-BUILD   := build-san-$(subst $(comma),-,$(SANITIZE))
-LIBDIR  := $(BUILD)
+# One build directory per sanitizer set.
+BUILD   := build/san-$(subst $(comma),-,$(SANITIZE))
 endif
+LIBDIR  := $(BUILD)/lib
+BINDIR  := $(BUILD)/bin
 
 PKGS     := msgpack yaml-0.1 check libuv
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -46,6 +46,15 @@ CFLAGS  += -DTF_HAVE_DNNL $(shell pkg-config --cflags dnnl 2>/dev/null)
 LDLIBS  += -ldnnl -lgomp
 endif
 
+# The compiler and flags an object was built with: when they change (OPT,
+# ARCH, CC, a new optional library) the stamp changes and everything
+# rebuilds, as redis's .make-settings does.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_NOW   := $(strip $(CC) $(CFLAGS) $(LDLIBS))
+ifneq ($(FLAGS_NOW),$(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)))
+$(shell mkdir -p $(BUILD) && printf '%s' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+endif
+
 LIB_SRCS  := $(shell find lib -name '*.c' -not -path 'lib/devices/cuda/*' | sort)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # TESTS="core/tensor devices/cpu/cpu_matmul" limits a run to those tests.
@@ -66,13 +75,11 @@ TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
 HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o
 TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o
 CMD_SRCS  := $(wildcard cmd/*/main.c)
-# Programs: bin/ for the normal build, $(BUILD)/bin under sanitizers.
-ifeq ($(SANITIZE),)
-BINDIR    := bin
-else
-BINDIR    := $(BUILD)/bin
-endif
 CMD_BINS  := $(patsubst cmd/%/main.c,$(BINDIR)/%,$(CMD_SRCS))
+# cmd/common/*.c go into every program; cmd/<prog>/*.c other than main.c
+# are that program's helpers (tfctl's), which its unit tests link too.
+CMD_COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cmd/common/*.c))
+cmd_helper_objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out cmd/$(1)/main.c,$(wildcard cmd/$(1)/*.c)))
 # libsystemd's sd_notify for Type=notify readiness (optional at build time).
 HAVE_SYSTEMD := $(shell pkg-config --exists libsystemd 2>/dev/null && echo yes)
 ifeq ($(HAVE_SYSTEMD),yes)
@@ -108,7 +115,7 @@ info:
 deps:
 	@scripts/install-deps.sh
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
@@ -120,21 +127,28 @@ $(STATIC): $(LIB_OBJS)
 $(SHARED): $(LIB_OBJS)
 	$(CC) -shared $(LDSAN) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/obj/cmd/%.o: cmd/%.c
+$(BUILD)/obj/cmd/%.o: cmd/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CMD_CFLAGS) -c $< -o $@
 
-$(BINDIR)/%: $(BUILD)/obj/cmd/%/main.o $(STATIC)
+.SECONDEXPANSION:
+$(BINDIR)/%: $(BUILD)/obj/cmd/%/main.o $$(call cmd_helper_objs,%) $(CMD_COMMON_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -o $@ $< $(LINK_TF) $(LDLIBS) $(CMD_LIBS)
+	$(CC) $(LDSAN) -o $@ $(filter %.o,$^) $(LINK_TF) $(LDLIBS) $(CMD_LIBS)
 
-$(BUILD)/obj/test/integration/%.o: test/integration/%.c
+$(BUILD)/obj/test/integration/%.o: test/integration/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DTF_BIN_DIR='"$(abspath $(BINDIR))"' -c $< -o $@
 
-$(BUILD)/test/integration/%: $(BUILD)/obj/test/integration/%.o $(HARNESS_OBJS) $(TESTUTIL_OBJS) $(STATIC) $(CMD_BINS)
+# The harness drives the daemons with tfctl's helpers (spawn, pid files).
+$(BUILD)/test/integration/%: $(BUILD)/obj/test/integration/%.o $(HARNESS_OBJS) $(call cmd_helper_objs,tfctl) $(TESTUTIL_OBJS) $(STATIC) $(CMD_BINS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -o $@ $< $(HARNESS_OBJS) $(TESTUTIL_OBJS) $(LINK_TF) $(CHECK_LIBS) $(LDLIBS)
+	$(CC) $(LDSAN) -o $@ $(filter %.o,$^) $(LINK_TF) $(CHECK_LIBS) $(LDLIBS)
+
+# Tests of a program's helpers (test/unit/cmd/<prog>/) link them.
+$(BUILD)/test/unit/cmd/%: $(BUILD)/obj/test/unit/cmd/%.o $$(call cmd_helper_objs,$$(firstword $$(subst /, ,$$*))) $(CMD_COMMON_OBJS) $(TESTUTIL_OBJS) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $(filter %.o,$^) $(LINK_TF) $(CHECK_LIBS) $(LDLIBS) $(CMD_LIBS)
 
 $(BUILD)/test/%: $(BUILD)/obj/test/%.o $(TESTUTIL_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
@@ -152,7 +166,7 @@ test-run: info $(STATIC) $(TEST_BINS)
 	@scripts/run-tests.sh $(TEST_BINS)
 
 BENCH_CFLAGS = $(CFLAGS) $(PKG_CFLAGS)
-$(BUILD)/bench/%: bench/%.c $(STATIC)
+$(BUILD)/bench/%: bench/%.c $(STATIC) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LINK_TF) $(LDLIBS)
 
@@ -181,8 +195,8 @@ bench-executor: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_executor
 	@$(BUILD)/bench/bench_executor
 
-# bench-dist: issue 5's loopback figures; starts bin/tfmaster and
-# bin/tfworker (a 1 master, 1 ps, 1 worker cluster on free ports).
+# bench-dist: the loopback figures; starts build/bin/tfmaster and
+# build/bin/tfworker (a 1 master, 1 ps, 1 worker cluster on free ports).
 bench-dist: deps
 	@$(MAKE) --no-print-directory $(BINDIR)/tfmaster $(BINDIR)/tfworker $(BUILD)/bench/bench_dist
 	@$(BUILD)/bench/bench_dist --bin $(BINDIR)
@@ -200,6 +214,6 @@ fuzz:
 	@scripts/run-fuzz.sh $(FUZZ_TIME)
 
 clean:
-	rm -rf build build-san-* lib/libtf.a lib/libtf.so bin
+	rm -rf build
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/devices/cpu/cpu_blas.h"
 #include "tf/tf.h"
 

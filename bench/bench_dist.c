@@ -5,7 +5,7 @@
  * 1. rpc_rtt_us: a raw NNG req/rep round trip of an 8-byte message over
  *    tcp://127.0.0.1 (a rep thread in this process, nng_sendmsg and
  *    nng_recvmsg on both sides).
- * 2. null_step_us: a real cluster (bin/tfmaster, bin/tfworker as ps and as
+ * 2. null_step_us: a real cluster (build/bin/tfmaster, build/bin/tfworker as ps and as
  *    worker, on free loopback ports) and a remote session: a scalar Const
  *    on the ps, an Identity of it on the worker, fetched by the client.
  * 3. dense: a 100 MB float32 Const on the ps whose Identity on the worker
@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/runtime/ctl_client.h"
-#include "lib/runtime/ctl_procs.h"
+#include "cmd/tfctl/ctl_client.h"
+#include "cmd/tfctl/ctl_procs.h"
 #include "tf/tf.h"
 
 #define RTT_WARMUP 200
@@ -504,7 +504,7 @@ static const char *bin_dir_arg(int argc, char **argv) {
       return argv[i + 1];
     }
   }
-  return "bin";
+  return "build/bin";
 }
 
 /* Times the null and dense steps on the running cluster. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "tf/input.h"
 #include "tf/tf.h"
 

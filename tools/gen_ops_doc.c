@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/grad_registry.h"
-#include "lib/core/kernel.h"
-#include "lib/core/op_registry.h"
+#include "lib/core/graph/grad_registry.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/framework/op_registry.h"
 
 static void print_args(const tf_arg_def *args, int n) {
   if (n == 0) {

@@ -2,7 +2,7 @@
  *   tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...
  * health, devices, run, graph talk to the master (-m, or the spec's master
  * task with -c); cluster up|down start and stop a local development
- * cluster (lib/runtime/ctl_procs.h). Exit 0 on success, 1 with one line
+ * cluster (cmd/tfctl/ctl_procs.h). Exit 0 on success, 1 with one line
  * "tfctl: <reason>" on stderr when the command failed, 2 for usage errors. */
 #include <inttypes.h>
 #include <pthread.h>
@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "lib/runtime/cluster_spec.h"
-#include "lib/runtime/ctl_client.h"
-#include "lib/runtime/ctl_cluster.h"
-#include "lib/runtime/ctl_graph.h"
-#include "lib/runtime/ctl_procs.h"
+#include "cmd/tfctl/ctl_client.h"
+#include "cmd/tfctl/ctl_cluster.h"
+#include "cmd/tfctl/ctl_graph.h"
+#include "cmd/tfctl/ctl_procs.h"
 #include "lib/runtime/placement.h"
 #include "tf/serialize.h"
 #include "tf/session.h"

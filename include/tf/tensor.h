@@ -10,7 +10,6 @@
 #ifndef TF_TENSOR_H
 #define TF_TENSOR_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -61,7 +60,7 @@ typedef struct tf_tensor {
   size_t nbytes;    /* n * tf_dtype_size(dtype) */
   void *data;       /* aligned element storage (NULL-free even when n == 0) */
   tf_buffer *buf;   /* owner of data; shared by views */
-  atomic_int refs;  /* private: use tf_tensor_ref/unref */
+  int32_t refs;     /* private: atomic, use tf_tensor_ref/unref */
 } tf_tensor;
 
 /* New tensor with uninitialised numeric data (string elements are empty) on

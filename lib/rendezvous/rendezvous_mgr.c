@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/strmap.h"
-#include "lib/core/util.h"
+#include "lib/core/base/strmap.h"
+#include "lib/core/base/util.h"
 
 typedef struct waiter {
   tf_rdv_recv_done done;

@@ -12,7 +12,7 @@
 #ifndef TF_RENDEZVOUS_RENDEZVOUS_MGR_H
 #define TF_RENDEZVOUS_RENDEZVOUS_MGR_H
 
-#include "lib/core/rendezvous.h"
+#include "lib/core/framework/rendezvous.h"
 
 typedef struct tf_rdv_mgr tf_rdv_mgr;
 

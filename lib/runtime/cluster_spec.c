@@ -12,8 +12,8 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "lib/core/serialize_util.h"
-#include "lib/core/util.h"
+#include "lib/core/serialize/serialize_util.h"
+#include "lib/core/base/util.h"
 #include "lib/runtime/cluster_spec_addr.h"
 #include "lib/runtime/log.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 /* A '/'-separated part being parsed: its key and value (not
  * NUL-terminated), for error messages too. */

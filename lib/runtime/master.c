@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
 

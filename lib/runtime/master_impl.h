@@ -8,8 +8,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "lib/core/session_impl.h"
-#include "lib/core/strmap.h"
+#include "lib/core/exec/session_impl.h"
+#include "lib/core/base/strmap.h"
 #include "lib/runtime/master.h"
 #include "lib/runtime/partition.h"
 #include "lib/runtime/placement.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
 #include "tf/serialize.h"

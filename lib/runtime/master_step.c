@@ -16,7 +16,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
 #include "tf/serialize.h"

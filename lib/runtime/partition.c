@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/strmap.h"
-#include "lib/core/util.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/base/strmap.h"
+#include "lib/core/base/util.h"
 #include "lib/runtime/partition.h"
 #include "lib/runtime/placement_impl.h"
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 #include "lib/runtime/placement_impl.h"
 
 #define DEFAULT_BYTES_PER_NS 1.0

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/serialize_util.h"
-#include "lib/core/session_impl.h"
-#include "lib/core/util.h"
+#include "lib/core/serialize/serialize_util.h"
+#include "lib/core/exec/session_impl.h"
+#include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 
 /* Control calls (create, extend, close, reset); steps use their own. */

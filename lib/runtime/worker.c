@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/worker_impl.h"
 #include "tf/serialize.h"

@@ -8,11 +8,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "lib/core/cancel.h"
-#include "lib/core/executor.h"
-#include "lib/core/resource.h"
-#include "lib/core/strmap.h"
-#include "lib/core/workqueue.h"
+#include "lib/core/base/cancel.h"
+#include "lib/core/exec/executor.h"
+#include "lib/core/framework/resource.h"
+#include "lib/core/base/strmap.h"
+#include "lib/core/base/workqueue.h"
 #include "lib/rendezvous/rendezvous_mgr.h"
 #include "lib/runtime/worker.h"
 #include "lib/transport/rpc.h"

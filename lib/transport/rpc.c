@@ -14,7 +14,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 
 #define DEDUP_KEEP 1024          /* finished ids remembered */

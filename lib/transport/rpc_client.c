@@ -12,7 +12,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 
 struct tf_rpc_client {

@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "lib/core/tensor_msgpack.h"
-#include "lib/core/util.h"
+#include "lib/core/serialize/tensor_msgpack.h"
+#include "lib/core/base/util.h"
 #include "lib/transport/wire.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/tensor_msgpack.h"
-#include "lib/core/util.h"
+#include "lib/core/serialize/tensor_msgpack.h"
+#include "lib/core/base/util.h"
 #include "lib/transport/wire.h"
 
 const msgpack_object *tf_wire_get(const msgpack_object *map, const char *key) {

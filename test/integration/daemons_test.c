@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/runtime/ctl_client.h"
-#include "lib/runtime/ctl_procs.h"
+#include "cmd/tfctl/ctl_client.h"
+#include "cmd/tfctl/ctl_procs.h"
 #include "lib/transport/wire.h"
 #include "test/integration/harness.h"
 #include "test/unit/testutil.h"

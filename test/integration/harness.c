@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/runtime/ctl_client.h"
-#include "lib/runtime/ctl_procs.h"
+#include "cmd/tfctl/ctl_client.h"
+#include "cmd/tfctl/ctl_procs.h"
 
 /* Live clusters, cleaned up at exit if a test did not free them. */
 #define TH_MAX_LIVE 8

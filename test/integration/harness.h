@@ -17,7 +17,7 @@
 #include <sys/types.h>
 
 #ifndef TF_BIN_DIR
-#define TF_BIN_DIR "bin"
+#define TF_BIN_DIR "build/bin"
 #endif
 
 typedef struct th_opts {

@@ -15,8 +15,8 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include "lib/runtime/ctl_client.h"
-#include "lib/runtime/ctl_procs.h"
+#include "cmd/tfctl/ctl_client.h"
+#include "cmd/tfctl/ctl_procs.h"
 #include "test/integration/harness.h"
 #include "test/unit/testutil.h"
 #include "tf/serialize.h"

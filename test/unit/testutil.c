@@ -2,7 +2,7 @@
  * runners and tensor comparison. */
 #include "test/unit/testutil.h"
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "tf/gradients.h"
 
 #include <math.h>

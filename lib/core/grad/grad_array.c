@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "lib/core/grad/grad_shape.h"
-#include "lib/core/grad_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/graph/grad_registry.h"
+#include "lib/core/base/util.h"
 
 static tf_output dy0(const tf_grad_ctx *ctx) { return ctx->dy[0]; }
 

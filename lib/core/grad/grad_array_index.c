@@ -15,8 +15,8 @@
 #include <stdlib.h>
 
 #include "lib/core/grad/grad_shape.h"
-#include "lib/core/grad_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/graph/grad_registry.h"
+#include "lib/core/base/util.h"
 
 static tf_output ints_as_i32(tf_grad_ctx *ctx, tf_output idx) {
   tf_dtype dt = idx.node ? tf_node_output_type(idx.node, idx.index) : TF_INT32;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/core/grad_registry.h"
+#include "lib/core/graph/grad_registry.h"
 
 #define IN(i) tf__grad_in(ctx, i)
 #define OUT(i) tf__grad_out(ctx, i)

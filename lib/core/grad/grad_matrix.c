@@ -11,8 +11,8 @@
  * (like TF, it needs A invertible). Complex operands would need
  * conjugation, which this op set lacks: their gradients are refused. */
 #include "lib/core/grad/grad_shape.h"
-#include "lib/core/grad_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/graph/grad_registry.h"
+#include "lib/core/base/util.h"
 
 static tf_code no_complex(tf_grad_ctx *ctx) {
   if (tf_node_output_type(ctx->node, 0) == TF_COMPLEX64) {

@@ -8,8 +8,8 @@
  * (BiasAdd and Relu live with the math family, grad_math.c.) */
 #include <string.h>
 
-#include "lib/core/grad_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/graph/grad_registry.h"
+#include "lib/core/base/util.h"
 
 #define IN(i) tf__grad_in(ctx, i)
 #define OUT(i) tf__grad_out(ctx, i)

@@ -13,9 +13,9 @@
  * gradient equally among the elements equal to the extreme, as TF does.
  * ArgMax/ArgMin, integer outputs, have no gradient. */
 #include "lib/core/grad/grad_shape.h"
-#include "lib/core/grad_registry.h"
+#include "lib/core/graph/grad_registry.h"
 #include "lib/core/ops/array_spec.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 typedef struct red_shapes {
   tf_output kept;     /* int32 [rank]: x's shape with reduced dims 1 */

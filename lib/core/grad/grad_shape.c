@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/util.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/base/util.h"
 
 static const tf_output k_none = {NULL, 0};
 

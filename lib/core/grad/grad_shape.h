@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/core/grad_registry.h"
+#include "lib/core/graph/grad_registry.h"
 
 /* The value of o when its node is a Const (borrowed from the graph), else
  * NULL. */

@@ -8,7 +8,7 @@
 
 #include <inttypes.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 tf_code tf__reduction_axes(const tf_tensor *axes, int rank, uint32_t *mask,
                            tf_status *st) {

@@ -9,9 +9,9 @@
  * messages the kernels give. */
 #include <inttypes.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "lib/core/ops/array_spec.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 #define U TF_UNKNOWN_DIM
 

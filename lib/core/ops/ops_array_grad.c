@@ -5,9 +5,9 @@
  * too, checks dy against the slice they select. */
 #include <inttypes.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "lib/core/ops/array_spec.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 static tf_code masks_of(tf_shape_ctx *ctx, tf__slice_masks *m) {
   return tf__slice_masks_read(ctx->node, m, ctx->status);

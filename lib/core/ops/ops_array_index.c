@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 

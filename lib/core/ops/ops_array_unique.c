@@ -3,7 +3,7 @@
  * element, the position of its value among them. The optimizers use it to
  * sum the duplicate rows of a sparse gradient before a SparseApply*
  * update, as TensorFlow's do. */
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 
 static tf_code shape_unique(tf_shape_ctx *c) {
   const tf_shape *x = &c->in[0];

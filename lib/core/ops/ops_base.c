@@ -2,7 +2,7 @@
  * NoOp. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 
 static tf_code shape_const(tf_shape_ctx *ctx) {
   const tf_attr_value *v = tf_node_attr(ctx->node, "value");

@@ -3,8 +3,8 @@
  * LoopCond. The executor gives them their meaning (deadness, frames,
  * iterations); here they are ordinary specs whose shapes flow through.
  * tf_cond and tf_while_loop (control_flow.c) assemble them. */
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 
 /* Fails unless input i is a scalar or of unknown rank. */
 static tf_code want_scalar(tf_shape_ctx *ctx, int i, const char *what) {

@@ -1,7 +1,7 @@
 /* ops_function.c: the ops a session adds to a pruned graph to pass feeds
  * in (_Arg) and fetches out (_Retval), as TensorFlow rewrites feeds and
  * fetches into its graphs. Users do not build them. */
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 
 static tf_code shape_arg(tf_shape_ctx *ctx) {
   ctx->out[0] = tf_node_attr(ctx->node, "shape")->u.shape;

@@ -4,8 +4,8 @@
  * UnsortedSegmentSum (densifies sparse gradients) and CheckNumerics. */
 #include <inttypes.h>
 
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 
 static tf_code vector_shape(tf_shape_ctx *ctx) {
   for (int i = 0; i < ctx->n_in; i++) {

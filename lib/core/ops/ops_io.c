@@ -5,10 +5,10 @@
  * ReaderReadUpTo return (key, value) records, taking file names from a
  * string queue; DecodeRaw reinterprets bytes as numbers, and
  * DecodeRawExamples also converts, scales and shapes them in one pass;
- * WriteTFRecords writes a TFRecord file. See lib/core/reader.h for the
+ * WriteTFRecords writes a TFRecord file. See lib/core/serialize/reader.h for the
  * reader semantics. */
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 
 static tf_code shape_reader(tf_shape_ctx *c) {
   c->out[0] = tf_shape_of(1, 2); /* TF's handle: [container, name] */

@@ -6,7 +6,7 @@
  * known parts already rule out; the kernels check the rest at run time. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 
 #define NUM_T "{float, double, int8, int16, int32, int64, uint8, uint16, " \
               "uint32, uint64}"

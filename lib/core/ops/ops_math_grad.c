@@ -4,7 +4,7 @@
  * TanhGrad, SqrtGrad, RsqrtGrad (y, dy) and BiasAddGrad. Both inputs of the
  * element-wise ones have one shape. Their own gradients (second
  * derivatives) are in lib/core/grad/grad_math.c. */
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 
 /* Both inputs have the same shape; the output has it too. */
 static tf_code same_shape2(tf_shape_ctx *ctx) {

@@ -5,7 +5,7 @@
  * have kernels (no complex math beyond Neg and Square), so an unsupported
  * dtype fails when the graph is built. Every output has its input's shape,
  * so no known shape can be rejected. */
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 
 #define FLOAT_TYPES "bfloat16, half, float, double"
 #define SIGNED_INT_TYPES "int8, int16, int32, int64"

@@ -5,9 +5,9 @@
  * share with these shape functions. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "lib/core/ops/ops_nn.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 /* ---- window arithmetic --------------------------------------------------- */
 

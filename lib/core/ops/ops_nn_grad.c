@@ -7,9 +7,9 @@
  * op's output shape whenever enough is known. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "lib/core/ops/ops_nn.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 

@@ -2,15 +2,15 @@
  * TensorFlow's signatures: FIFOQueue and RandomShuffleQueue make or find a
  * queue in a container of the session and output a ref edge to it; the
  * enqueue and dequeue ops reach it through that edge and block
- * asynchronously (lib/core/queue.h). Shape functions check the queue's
+ * asynchronously (lib/core/framework/queue.h). Shape functions check the queue's
  * attrs, and when a handle comes straight from a queue node they check the
  * component types against it and give dequeues the queue's shapes. */
 #include <stdbool.h>
 #include <string.h>
 
-#include "lib/core/op_registry.h"
-#include "lib/core/queue.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/framework/queue.h"
+#include "lib/core/base/util.h"
 
 /* The queue's config from a queue node's attrs (dtypes and shapes point
  * into the node). */

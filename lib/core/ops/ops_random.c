@@ -5,8 +5,8 @@
  * instance", anything else gives a reproducible stream. */
 #include <inttypes.h>
 
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 
 /* Output shape from the 1-D "shape" input 0: exact when it is a constant,
  * rank-only when its length is known. */

@@ -3,9 +3,9 @@
  * functions compute the output shape when the axes are constants and keep
  * what is knowable (the rank) when they are not; bad constant axes fail at
  * graph-build time with the same message the kernel would give. */
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "lib/core/ops/array_spec.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 static const tf_tensor *const_input(const tf_shape_ctx *ctx, int i) {
   return ctx->in_value ? ctx->in_value[i] : NULL;

@@ -2,7 +2,7 @@
  * that crosses devices (TensorFlow's _Send and _Recv). Both carry the
  * rendezvous key parts as attrs (rendezvous.h); the value travels with its
  * dead flag, so both ops run even on dead inputs (TF_OP_DEAD_AWARE). */
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 
 #define KEY_ATTRS                                                              \
   "tensor_name: string", "send_device: string",                                \

@@ -6,7 +6,7 @@
  * the variable's mutex whatever use_locking says (kept for TF
  * compatibility). Shape functions give the ref's shape, refined by the
  * value's, and reject known shapes no kernel could accept. */
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 
 static bool known(const tf_shape *s) { return s->rank != TF_UNKNOWN_RANK; }
 

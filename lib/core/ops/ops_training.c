@@ -12,8 +12,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 
 static bool known(const tf_shape *s) { return s->rank != TF_UNKNOWN_RANK; }
 

@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 /* Let gcc vectorise the element loops at -O2 (its default "very cheap"
  * model skips loops with a runtime trip count). */

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 
 #define TF__REGION_MAX_RANK 16
 

@@ -6,9 +6,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/core/ops/array_spec.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_array_copy.h"
 
 typedef struct ssg_state {

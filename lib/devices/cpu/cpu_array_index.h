@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 
 /* Writes the coordinates of flat element i of shape s as "[1,2]" ("" for a
  * scalar) into buf; returns buf. */

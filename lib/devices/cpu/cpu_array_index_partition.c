@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_array_index.h"
 
 /* Copies one row of rb bytes; 4- and 8-byte rows (a scalar per slice, the

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/core/ops/array_spec.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_array_copy.h"
 
 /* Stores a view of x with shape s as output 0. */

@@ -9,8 +9,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_array_copy.h"
 
 /* Reads and checks perm against rank; INVALID_ARGUMENT naming the

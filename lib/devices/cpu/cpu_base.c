@@ -1,5 +1,5 @@
 /* cpu_base.c: CPU kernels for Const, Placeholder, Identity and NoOp. */
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 
 static tf_code const_compute(tf_kernel_ctx *ctx) {
   tf_tensor *v;

@@ -26,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/core/threadpool.h"
-#include "lib/core/util.h"
+#include "lib/core/base/threadpool.h"
+#include "lib/core/base/util.h"
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 

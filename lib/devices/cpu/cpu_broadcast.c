@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 /* Dim i (counted in the output's rank R) of s, right-aligned: 1 where s has
  * fewer dims. */

@@ -23,7 +23,7 @@
 
 #include "tf/status.h"
 #include "tf/tensor.h"
-#include "lib/core/threadpool.h"
+#include "lib/core/base/threadpool.h"
 
 #define TF_BCAST_MAX_IN 4
 

@@ -2,7 +2,7 @@
  * NextIteration and LoopCond. They only move tensors: the executor does
  * the rest (an output left unset is dead, a dead input arrives as NULL,
  * Enter/Exit/NextIteration change the frame or iteration). Any dtype. */
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 
 /* Sets only the taken output; the other stays unset, so it is dead. */
 static tf_code switch_compute(tf_kernel_ctx *ctx) {

@@ -22,7 +22,7 @@
 #include "lib/devices/cpu/cpu_conv.h"
 #include "lib/devices/cpu/cpu_conv_dnnl.h"
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 /* Output pixels per chunk: enough for about CONV_COL_TARGET bytes of
  * im2col rows, which stay in cache between the fill and the GEMM (measured

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/core/ops/ops_nn.h"
 #include "lib/devices/cpu/cpu_blas.h"
 

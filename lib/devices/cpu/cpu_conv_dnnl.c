@@ -25,7 +25,7 @@
 #include <dnnl.h>
 #include <omp.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_conv_dnnl.h"
 
 /* Geometries kept per kernel state; more are built and freed per call. */

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/devices/cpu/cpu_conv.h"
 
 typedef enum tf__dnnl_conv_kind {

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_conv.h"
 #include "lib/devices/cpu/cpu_conv_dnnl.h"
 

@@ -7,8 +7,8 @@
  * are split across the intra-op pool only when there are many MiB. */
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 
 #define HOST_LITTLE (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
 /* Bytes per parallel chunk at least. Large: input pipelines decode in

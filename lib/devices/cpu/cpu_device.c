@@ -1,7 +1,7 @@
 /* cpu_device.c: the local CPU device: CPU allocator and default pool. */
 #include <pthread.h>
 
-#include "lib/devices/device.h"
+#include "lib/core/framework/device.h"
 
 static tf_device cpu_device;
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;

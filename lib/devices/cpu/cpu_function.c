@@ -1,7 +1,7 @@
 /* cpu_function.c: kernels for _Arg and _Retval, which move a step's fed
  * and fetched tensors between the session and the graph. */
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 
 static tf_code arg_compute(tf_kernel_ctx *ctx) {
   TF_TRY(tf_kernel_need_step(ctx));

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 
 static tf_code stop_gradient_compute(tf_kernel_ctx *ctx) {
   tf_kernel_set_output(ctx, 0, ctx->inputs[0]);

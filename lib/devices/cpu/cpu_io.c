@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/reader.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/serialize/reader.h"
+#include "lib/core/base/util.h"
 
 /* ---- TFRecordReader, IdxRecordReader ----------------------------------------- */
 

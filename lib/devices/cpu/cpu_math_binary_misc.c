@@ -12,8 +12,8 @@ TF__VECTORIZE /* see cpu_math_binary.h */
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_broadcast.h"
 
 typedef struct typed_state {

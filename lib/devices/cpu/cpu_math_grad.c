@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 
 /* ---- element-wise --------------------------------------------------------
  * a, b: the op's inputs in order; o may alias either (same index only). */

@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/core/half.h"
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/base/half.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 
 /* -O2's "very cheap" vectoriser model skips loops that need a runtime
  * trip-count or alias check; these element loops are worth both. */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_blas.h"
 
 /* ---- loop GEMM (integers) ---------------------------------------------- */

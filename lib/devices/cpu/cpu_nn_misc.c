@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/util.h"
 
 /* ---- L2Loss ---------------------------------------------------------------- */
 

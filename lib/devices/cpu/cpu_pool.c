@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/core/ops/ops_nn.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 typedef struct pool_state {
   tf__nn_window w;

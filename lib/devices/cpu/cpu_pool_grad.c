@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/core/ops/ops_nn.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 
 /* Channels handled together when looking for each channel's maximum. */
 #define CHAN_BLOCK 64

@@ -1,6 +1,6 @@
 /* cpu_random.c: CPU kernels for the stateful random ops (RandomUniform,
  * RandomStandardNormal / RandomNormal, TruncatedNormal, RandomUniformInt,
- * RandomShuffle) on the Philox generator of lib/core/philox.h.
+ * RandomShuffle) on the Philox generator of lib/core/base/philox.h.
  *
  * As TF's GuardedPhiloxRandom, a kernel instance keeps its seeded base
  * generator and an atomic count of the blocks handed out: each compute
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/philox.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/base/philox.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_array_index.h"
 
 /* Output groups per pool chunk, at least. */

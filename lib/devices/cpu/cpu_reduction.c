@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/core/ops/array_spec.h"
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_array_copy.h"
 
 /* gcc 12's -O2 "very cheap" vectoriser skips loops whose trip count is

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/cancel.h"
-#include "lib/core/kernel.h"
-#include "lib/core/rendezvous.h"
-#include "lib/core/util.h"
+#include "lib/core/base/cancel.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/framework/rendezvous.h"
+#include "lib/core/base/util.h"
 
 typedef struct sr_state {
   char *tensor_name, *send_device, *recv_device;

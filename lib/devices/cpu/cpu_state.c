@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/resource.h"
-#include "lib/core/util.h"
-#include "lib/core/variable.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/framework/resource.h"
+#include "lib/core/base/util.h"
+#include "lib/core/framework/variable.h"
 
 /* ---- VariableV2 ---------------------------------------------------------- */
 

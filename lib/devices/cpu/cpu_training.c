@@ -21,8 +21,8 @@
 #include <immintrin.h>
 #endif
 
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 
 /* ---- vector square roots ------------------------------------------------- */
 

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/variable.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/framework/variable.h"
 
 #define TF__TRAIN_MAX_REFS 3
 #define TF__TRAIN_MAX_SCALARS 6

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_training.h"
 
 static int64_t index_at(const tf_tensor *idx, int64_t i) {

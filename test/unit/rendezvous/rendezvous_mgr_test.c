@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/rendezvous/rendezvous_mgr.h"
 #include "test/unit/testutil.h"
 

@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "test/unit/runtime/rt_testlib.h"
 
 static tf_master *volatile ticked;

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/rendezvous/rendezvous_mgr.h"
 #include "lib/runtime/partition.h"
-#include "test/unit/core/exec_testlib.h"
+#include "test/unit/core/exec/exec_testlib.h"
 #include "tf/control_flow.h"
 #include "tf/session.h"
 

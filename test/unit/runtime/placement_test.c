@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/kernel.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/framework/kernel.h"
 #include "lib/runtime/placement.h"
 #include "lib/runtime/placement_impl.h"
 #include "test/unit/testutil.h"

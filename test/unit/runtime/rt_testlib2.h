@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 #include "test/unit/runtime/rt_testlib.h"
 #include "tf/serialize.h"

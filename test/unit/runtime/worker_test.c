@@ -4,7 +4,7 @@
  * deregistered handles, AbortStep of a step blocked in a _Recv, pushes
  * after cleanup and to the wrong task, a push that arrives before its
  * step starts, draining, and the TTL sweep of orphaned step tables. */
-#include "lib/core/rendezvous.h"
+#include "lib/core/framework/rendezvous.h"
 #include "test/unit/runtime/rt_testlib2.h"
 
 typedef struct wk_fixture {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/core/grad_registry.h"
+#include "lib/core/graph/grad_registry.h"
 #include "test/unit/testutil.h"
 #include "tf/gradients.h"
 #include "tf/session.h"

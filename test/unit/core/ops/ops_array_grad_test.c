@@ -5,7 +5,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 static tf_output cvec(tf_graph *g, int n, const int64_t *v) {

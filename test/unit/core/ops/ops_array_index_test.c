@@ -4,7 +4,7 @@
  * values shape functions may read). */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

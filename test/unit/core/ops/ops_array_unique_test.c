@@ -3,7 +3,7 @@
  * vector of unknown length, idx has x's shape, x must be a vector. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 START_TEST(test_spec) {

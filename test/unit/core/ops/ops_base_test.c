@@ -2,7 +2,7 @@
  * Identity's shape function, NoOp with control inputs. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 #include "tf/session.h"
 

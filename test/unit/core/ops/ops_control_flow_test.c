@@ -5,8 +5,8 @@
  * nodes (tf__node_add_control), and validation and import of such cycles. */
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/op_registry.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

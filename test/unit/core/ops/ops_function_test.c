@@ -5,8 +5,8 @@
  * input; bad attrs are rejected naming the node. */
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/op_registry.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

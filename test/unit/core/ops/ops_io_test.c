@@ -7,7 +7,7 @@
  * attrs are checked, and WriteTFRecords needs a scalar file name. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 static tf_node *build(tf_graph *g, const char *op, const tf_output *in, int n,

@@ -5,7 +5,7 @@
  * refine or stay unknown, known conflicts fail naming the shapes. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

@@ -2,7 +2,7 @@
  * ops (ReluGrad ... RsqrtGrad, BiasAddGrad) and their graph-build errors. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

@@ -5,8 +5,8 @@
  * promised exist). */
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

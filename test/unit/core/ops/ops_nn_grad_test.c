@@ -7,7 +7,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 static tf_output ph(tf_graph *g, tf_shape s) {

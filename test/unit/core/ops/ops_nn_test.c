@@ -3,8 +3,8 @@
  * AvgPool, L2Loss, InTopK) on Placeholders of partially known shape. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
-#include "lib/core/util.h"
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/util.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

@@ -7,8 +7,8 @@
  * handle must be a ref edge. */
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/op_registry.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 static const tf_dtype fi[2] = {TF_FLOAT32, TF_INT32};

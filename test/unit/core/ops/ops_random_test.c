@@ -4,7 +4,7 @@
  * Placeholders of partially known shape and on Const shape vectors. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

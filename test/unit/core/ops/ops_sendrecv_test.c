@@ -6,7 +6,7 @@
  * in a local session, which has no rendezvous. */
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 static const char *const key_attrs[] = {"tensor_name", "send_device",

@@ -7,8 +7,8 @@
  * ref edge. */
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/op_registry.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/devices/device.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/framework/device.h"
 #include "test/unit/testutil.h"
 
 #define SHAPE(...)                                                             \

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/threadpool.h"
+#include "lib/core/base/threadpool.h"
 #include "lib/devices/cpu/cpu_broadcast.h"
 #include "test/unit/testutil.h"
 

@@ -6,8 +6,8 @@
  * loop made of Enter/Merge/LoopCond/Switch/NextIteration/Exit nodes. */
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "lib/core/kernel.h"
+#include "lib/core/graph/graph_impl.h"
+#include "lib/core/framework/kernel.h"
 #include "test/unit/testutil.h"
 
 static tf_status st;

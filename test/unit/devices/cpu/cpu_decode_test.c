@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "test/unit/testutil.h"
 
 static tf_tensor *strings(tf_shape s, int64_t len, uint8_t **bytes) {

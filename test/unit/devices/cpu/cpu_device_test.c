@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/devices/device.h"
+#include "lib/core/framework/device.h"
 #include "test/unit/testutil.h"
 
 START_TEST(test_fields) {

@@ -1,6 +1,6 @@
 /* cpu_function_test.c: the _Arg and _Retval kernels. Eagerly they fail
  * with FAILED_PRECONDITION ("needs a session"). Through the executor
- * (lib/core/executor.h) with a tf_step_ctx filled here: fed tensors reach
+ * (lib/core/exec/executor.h) with a tf_step_ctx filled here: fed tensors reach
  * their consumers by index (in any order, with and without inter-op
  * threads) and _Retval stores its input (the very tensor, replacing what
  * the slot held); an _Arg index out of range or without a tensor, a fed
@@ -10,8 +10,8 @@
  * rejected by tf_executor_new, while one on the loop's Exit works. */
 #include <string.h>
 
-#include "lib/core/graph_impl.h"
-#include "test/unit/core/exec_testlib.h"
+#include "lib/core/graph/graph_impl.h"
+#include "test/unit/core/exec/exec_testlib.h"
 
 #define ASSERT_HAS(msg, sub)                                                   \
   ck_assert_msg(strstr((msg), (sub)) != NULL, "'%s' lacks '%s'", (msg), (sub))

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/core/util.h"
-#include "test/unit/core/io_testlib.h"
+#include "lib/core/base/util.h"
+#include "test/unit/core/serialize/io_testlib.h"
 #include "tf/session.h"
 
 /* ---- graph helpers --------------------------------------------------------------- */

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/kernel.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define SHAPE(...)                                                             \

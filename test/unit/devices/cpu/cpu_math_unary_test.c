@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "test/unit/testutil.h"
 
 /* Check's ck_assert* makes a syscall even when it passes, too slow once

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "test/unit/testutil.h"
 
 /* SHAPE(2, 3) is [2, 3] with int64_t dims (tf_shape_of reads int64_t

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "test/unit/testutil.h"
 
 /* ---- L2Loss ------------------------------------------------------------------ */

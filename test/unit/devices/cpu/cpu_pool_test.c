@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "test/unit/testutil.h"
 
 typedef struct pool_case {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/core/util.h"
+#include "lib/core/base/util.h"
 #include "test/unit/testutil.h"
 #include "tf/session.h"
 

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/core/graph_impl.h"
+#include "lib/core/graph/graph_impl.h"
 #include "lib/rendezvous/rendezvous_mgr.h"
-#include "test/unit/core/exec_testlib.h"
+#include "test/unit/core/exec/exec_testlib.h"
 
 #define TASK_A "/job:worker/replica:0/task:0"
 #define TASK_B "/job:worker/replica:0/task:1"

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/core/kernel.h"
+#include "lib/core/framework/kernel.h"
 #include "test/unit/testutil.h"
 #include "tf/session.h"
 

@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/devices/cpu/cpu_training_testlib.h"
 
 /* ---- dense kernels against the reference --------------------------------- */

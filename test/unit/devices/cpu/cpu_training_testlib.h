@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/op_registry.h"
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 #include "tf/session.h"
 

@@ -1,0 +1,189 @@
+/* daemon.c: the flag parser, spec loader and libuv loop that tfmaster and
+ * tfworker share (daemon.h). The loop owns a housekeeping timer, the
+ * SIGTERM/SIGINT watchers that drain the service, and the systemd watchdog
+ * timer; it frees the service before closing its handles. */
+#include "cmd/common/daemon.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/common/notify.h"
+#include "lib/runtime/log.h"
+
+bool tf_daemon_parse_int(const char *s, int *out) {
+  if (s == NULL || *s < '0' || *s > '9') {
+    return false;
+  }
+  errno = 0;
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v > INT_MAX) {
+    return false;
+  }
+  *out = (int)v;
+  return true;
+}
+
+int tf_daemon_parse_args(int argc, char **argv, bool with_task,
+                         const char *usage, tf_daemon_args *a) {
+  static const struct option longopts[] = {
+      {"config", required_argument, NULL, 'c'},
+      {"job", required_argument, NULL, 'j'},
+      {"task", required_argument, NULL, 't'},
+      {"log-level", required_argument, NULL, 'l'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *prog = with_task ? "tfworker" : "tfmaster";
+  *a = (tf_daemon_args){NULL, NULL, -1, -1};
+  const char *bad = NULL;
+  char buf[256];
+  int c;
+  opterr = 0;
+  while (bad == NULL && (c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+    if (c == 'c') {
+      a->config = optarg;
+    } else if (c == 'j' && with_task) {
+      a->job = optarg;
+    } else if (c == 't' && with_task) {
+      if (!tf_daemon_parse_int(optarg, &a->task)) {
+        snprintf(buf, sizeof buf, "--task: expected a task index >= 0, got '%s'", optarg);
+        bad = buf;
+      }
+    } else if (c == 'l') {
+      a->log_level = tf_log_parse_level(optarg);
+      if (a->log_level < 0) {
+        snprintf(buf, sizeof buf,
+                 "--log-level: expected err|warning|notice|info|debug, got '%s'", optarg);
+        bad = buf;
+      }
+    } else if (c == 'h') {
+      printf("usage: %s\n", usage);
+      exit(0);
+    } else {
+      snprintf(buf, sizeof buf, "unknown or incomplete option '%s'", argv[optind - 1]);
+      bad = buf;
+    }
+  }
+  if (bad == NULL && optind < argc) {
+    snprintf(buf, sizeof buf, "unexpected argument '%s'", argv[optind]);
+    bad = buf;
+  }
+  if (bad == NULL && a->config == NULL) {
+    bad = "missing --config FILE";
+  }
+  if (bad == NULL && with_task && a->job == NULL) {
+    bad = "missing --job NAME";
+  }
+  if (bad == NULL && with_task && a->task < 0) {
+    bad = "missing --task N";
+  }
+  if (bad != NULL) {
+    fprintf(stderr, "%s: %s\nusage: %s\n", prog, bad, usage);
+    return TF_EXIT_USAGE;
+  }
+  return 0;
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  tf_daemon *d = h->data;
+  if (d->stopping) {
+    tf_log(LOG_NOTICE, "SIG%s again while draining; still draining", sigabbrev_np(signum));
+    return;
+  }
+  d->stopping = true;
+  tf_log(LOG_NOTICE, "received SIG%s: draining (up to %" PRId64 " ms)", sigabbrev_np(signum),
+         d->drain_ms);
+  tf_notify("STOPPING=1");
+  uv_timer_stop(&d->tick_timer);
+  d->drain(d->svc, d->drain_ms);
+  uv_stop(&d->loop);
+}
+
+static void on_tick(uv_timer_t *h) {
+  tf_daemon *d = h->data;
+  d->tick(d->svc);
+}
+
+static void on_watchdog(uv_timer_t *h) {
+  (void)h;
+  tf_notify("WATCHDOG=1");
+}
+
+static void close_all(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) {
+    uv_close(h, NULL);
+  }
+}
+
+int tf_daemon_run(tf_daemon *d) {
+  int rc = uv_loop_init(&d->loop);
+  if (rc != 0) {
+    tf_log(LOG_ERR, "event loop: %s", uv_strerror(rc));
+    d->free(d->svc);
+    return 1;
+  }
+  d->sig_term.data = d->sig_int.data = d->tick_timer.data = d;
+  d->watchdog_timer.data = d;
+  uv_signal_init(&d->loop, &d->sig_term);
+  uv_signal_init(&d->loop, &d->sig_int);
+  uv_signal_start(&d->sig_term, on_signal, SIGTERM);
+  uv_signal_start(&d->sig_int, on_signal, SIGINT);
+  uv_timer_init(&d->loop, &d->tick_timer);
+  uint64_t period = d->tick_ms > 0 ? (uint64_t)d->tick_ms : 1000;
+  uv_timer_start(&d->tick_timer, on_tick, period, period);
+  uint64_t wd_usec = tf_notify_watchdog_usec();
+  uv_timer_init(&d->loop, &d->watchdog_timer);
+  if (wd_usec > 0) {
+    uint64_t ms = wd_usec / 2000 > 0 ? wd_usec / 2000 : 1;
+    uv_timer_start(&d->watchdog_timer, on_watchdog, ms, ms);
+    tf_log(LOG_INFO, "watchdog: pinging every %" PRIu64 " ms", ms);
+  }
+  char msg[400];
+  snprintf(msg, sizeof msg, "READY=1\nSTATUS=%s\nMAINPID=%ld", d->status, (long)getpid());
+  int n = tf_notify(msg);
+  if (n < 0) {
+    tf_log(LOG_WARNING, "sd_notify READY=1 to $NOTIFY_SOCKET failed: %s", strerror(-n));
+  }
+  tf_log(LOG_NOTICE, "ready (pid %ld)%s", (long)getpid(),
+         n > 0 ? "; sent READY=1 to $NOTIFY_SOCKET" : "");
+  uv_run(&d->loop, UV_RUN_DEFAULT);
+  /* Free the service while the signal watchers still catch a second
+   * SIGTERM; closing them restores the default action, so ignore the
+   * signals right after. */
+  d->free(d->svc);
+  uv_walk(&d->loop, close_all, NULL);
+  uv_run(&d->loop, UV_RUN_DEFAULT);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  uv_loop_close(&d->loop);
+  tf_log(LOG_NOTICE, "stopped");
+  return 0;
+}
+
+void tf_daemon_tune_memory(void) {
+  const char *keep = getenv("TF_DAEMON_KEEP_MMAP");
+  if (keep != NULL && strcmp(keep, "1") == 0) return;
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+}
+
+tf_cluster_spec *tf_daemon_load_spec(const char *path) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_cluster_spec *spec = NULL;
+  if (tf_cluster_spec_load(path, &spec, &st) != TF_OK) {
+    tf_log(LOG_ERR, "config: %s", st.msg);
+    return NULL;
+  }
+  return spec;
+}

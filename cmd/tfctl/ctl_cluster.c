@@ -1,0 +1,302 @@
+/* ctl_cluster.c: starting every task of a spec as a detached local
+ * process and waiting (bounded) until each answers; stopping them again
+ * through their pid files. */
+#include "cmd/tfctl/ctl_cluster.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd/tfctl/ctl_client.h"
+#include "cmd/tfctl/ctl_procs.h"
+
+/* One task of the spec. */
+typedef struct ctl_task {
+  const char *job;
+  int task;
+  char *url, *log, *pidf;
+  pid_t pid;
+  bool ready, exited;
+  int status; /* wait status once exited */
+} ctl_task;
+
+char *tf_ctl_task_file(const char *run_dir, const char *job, int task, const char *ext) {
+  size_t n = strlen(run_dir) + strlen(job) + strlen(ext) + 32;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s-%d.%s", run_dir, job, task, ext);
+  return p;
+}
+
+static ctl_task *list_tasks(const tf_cluster_spec *s, const char *dir, int *n_out) {
+  int n = 0;
+  for (int j = 0; j < s->n_jobs; j++) {
+    n += s->jobs[j].n_tasks;
+  }
+  ctl_task *ts = calloc(n > 0 ? (size_t)n : 1, sizeof *ts);
+  int k = 0;
+  for (int j = 0; j < s->n_jobs; j++) {
+    for (int t = 0; t < s->jobs[j].n_tasks; t++, k++) {
+      ts[k].job = s->jobs[j].name;
+      ts[k].task = t;
+      ts[k].url = tf_cluster_task_url(s, ts[k].job, t);
+      ts[k].log = tf_ctl_task_file(dir, ts[k].job, t, "log");
+      ts[k].pidf = tf_ctl_task_file(dir, ts[k].job, t, "pid");
+    }
+  }
+  *n_out = n;
+  return ts;
+}
+
+static void free_tasks(ctl_task *ts, int n) {
+  for (int i = 0; i < n; i++) {
+    free(ts[i].url);
+    free(ts[i].log);
+    free(ts[i].pidf);
+  }
+  free(ts);
+}
+
+/* Appends "/job:J/task:T" plus extra to buf. */
+static void append_task(char *buf, size_t size, const ctl_task *t, const char *extra) {
+  size_t l = strlen(buf);
+  if (snprintf(buf + l, size - l, "%s/job:%s/task:%d%s", l ? ", " : "", t->job, t->task,
+               extra) < 0) {
+    buf[l] = '\0';
+  }
+}
+
+/* FAILED_PRECONDITION when a pid file names a live tf process. */
+static tf_code check_not_running(ctl_task *ts, int n, tf_status *st) {
+  char msg[TF_STATUS_MSG_MAX] = "";
+  for (int i = 0; i < n; i++) {
+    pid_t pid = tf_ctl_pidfile_read(ts[i].pidf);
+    if (pid > 0 && tf_ctl_pid_alive(pid) && tf_ctl_pid_runs(pid, "tf")) {
+      char extra[PATH_MAX + 64];
+      snprintf(extra, sizeof extra, " (pid %ld, %s)", (long)pid, ts[i].pidf);
+      append_task(msg, sizeof msg, &ts[i], extra);
+    }
+  }
+  if (msg[0] != '\0') {
+    return tf_status_set(st, TF_FAILED_PRECONDITION,
+                         "already running: %s; stop it with 'tfctl cluster down' first", msg);
+  }
+  return TF_OK;
+}
+
+static tf_code start_task(ctl_task *t, const char *config, tf_status *st) {
+  bool master = strcmp(t->job, "master") == 0;
+  char *prog = tf_ctl_find_program(master ? "tfmaster" : "tfworker");
+  char task[16];
+  snprintf(task, sizeof task, "%d", t->task);
+  char *argv_m[] = {prog, "--config", (char *)config, NULL};
+  char *argv_w[] = {prog, "--config", (char *)config, "--job", (char *)t->job,
+                    "--task", task, NULL};
+  FILE *f = fopen(t->log, "w"); /* a fresh log per start */
+  if (f != NULL) {
+    fclose(f);
+  }
+  tf_ctl_spawn_opts so = {.log_path = t->log, .detach = true};
+  tf_code code = tf_ctl_spawn(master ? argv_m : argv_w, &so, &t->pid, st);
+  free(prog);
+  if (code != TF_OK) {
+    return tf_status_prefix(st, "/job:%s/task:%d", t->job, t->task);
+  }
+  return tf_ctl_pidfile_write(t->pidf, t->pid, st);
+}
+
+/* Polls until every task answers, every unready one exited, or the
+ * deadline; returns whether all are ready. */
+static bool wait_ready(ctl_task *ts, int n, int64_t timeout_ms) {
+  int64_t deadline = tf_ctl_now_ms() + timeout_ms;
+  for (;;) {
+    int waiting = 0;
+    for (int i = 0; i < n; i++) {
+      ctl_task *t = &ts[i];
+      if (t->ready || t->exited) {
+        continue;
+      }
+      int status = tf_ctl_reap(t->pid);
+      if (status >= 0) {
+        t->exited = true;
+        t->status = status;
+        continue;
+      }
+      int64_t left = deadline - tf_ctl_now_ms();
+      t->ready = left > 0 && tf_ctl_answers(t->url, left < 500 ? left : 500);
+      waiting += !t->ready;
+    }
+    if (waiting == 0 || tf_ctl_now_ms() >= deadline) {
+      break;
+    }
+    tf_ctl_sleep_ms(50);
+  }
+  for (int i = 0; i < n; i++) {
+    if (!ts[i].ready) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* After every task answered: waits until the master's health checks
+ * see every task up too (so `tfctl health` right after `cluster up`
+ * shows all up); false at the deadline. */
+static bool wait_master_view(const tf_cluster_spec *s, int64_t deadline) {
+  char *url = tf_cluster_task_url(s, "master", 0);
+  bool all_up = url == NULL;
+  while (!all_up && tf_ctl_now_ms() < deadline) {
+    tf_status st;
+    tf_status_init(&st);
+    tf_ctl_task *ts = NULL;
+    int n = 0;
+    int64_t left = deadline - tf_ctl_now_ms();
+    if (tf_ctl_cluster_status(url, left < 1000 ? (left > 0 ? left : 1) : 1000, &ts, &n, &st) ==
+        TF_OK) {
+      all_up = true;
+      for (int i = 0; i < n; i++) {
+        all_up = all_up && ts[i].up;
+      }
+      tf_ctl_tasks_free(ts, n);
+    }
+    if (!all_up) {
+      tf_ctl_sleep_ms(50);
+    }
+  }
+  free(url);
+  return all_up;
+}
+
+/* Stops every started task and reports the ones that never answered. */
+static tf_code fail_up(ctl_task *ts, int n, int64_t timeout_ms, char **details,
+                       tf_status *st) {
+  char msg[TF_STATUS_MSG_MAX] = "";
+  size_t dcap = 1, dlen = 0;
+  char *d = calloc(1, 1);
+  for (int i = 0; i < n; i++) {
+    ctl_task *t = &ts[i];
+    if (t->ready) {
+      continue;
+    }
+    char extra[256];
+    if (t->exited && WIFEXITED(t->status)) {
+      snprintf(extra, sizeof extra, " (%s, exited with status %d)", t->url,
+               WEXITSTATUS(t->status));
+    } else if (t->exited) {
+      snprintf(extra, sizeof extra, " (%s, killed by signal %d)", t->url, WTERMSIG(t->status));
+    } else {
+      snprintf(extra, sizeof extra, " (%s, no answer)", t->url);
+    }
+    append_task(msg, sizeof msg, t, extra);
+    char *tail = tf_ctl_file_tail(t->log, 10, "  ");
+    size_t need = strlen(t->log) + strlen(tail) + 64;
+    d = realloc(d, dcap += need);
+    dlen += (size_t)snprintf(d + dlen, dcap - dlen, "%s:\n%s", t->log, tail);
+    free(tail);
+  }
+  for (int i = 0; i < n; i++) {
+    if (ts[i].pid > 0 && !ts[i].exited) {
+      tf_ctl_stop_pid(ts[i].pid, SIGTERM, 3000);
+    }
+    if (ts[i].pid > 0) {
+      unlink(ts[i].pidf);
+    }
+  }
+  if (details != NULL) {
+    *details = d;
+  } else {
+    free(d);
+  }
+  return tf_status_set(st, TF_DEADLINE_EXCEEDED, "tasks never answered within %lld ms: %s",
+                       (long long)timeout_ms, msg);
+}
+
+tf_code tf_ctl_cluster_up(const tf_ctl_cluster_opts *o, char **details, tf_status *st) {
+  if (details != NULL) {
+    *details = NULL;
+  }
+  const char *dir = o->run_dir != NULL ? o->run_dir : o->spec->run_dir;
+  int64_t timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
+  int64_t start = tf_ctl_now_ms();
+  char config[PATH_MAX];
+  if (realpath(o->config_path, config) == NULL) {
+    return tf_status_set(st, TF_NOT_FOUND, "config %s not found", o->config_path);
+  }
+  if (tf_ctl_mkdirs(dir, st) != TF_OK) {
+    return st->code;
+  }
+  int n = 0;
+  ctl_task *ts = list_tasks(o->spec, dir, &n);
+  tf_code code = check_not_running(ts, n, st);
+  for (int i = 0; i < n && code == TF_OK; i++) {
+    code = start_task(&ts[i], config, st);
+  }
+  if (code != TF_OK) {
+    for (int i = 0; i < n; i++) {
+      if (ts[i].pid > 0) {
+        tf_ctl_stop_pid(ts[i].pid, SIGTERM, 3000);
+        unlink(ts[i].pidf);
+      }
+    }
+  } else if (!wait_ready(ts, n, timeout_ms)) {
+    code = fail_up(ts, n, timeout_ms, details, st);
+  } else if (!wait_master_view(o->spec, start + timeout_ms)) {
+    for (int i = 0; i < n; i++) {
+      ts[i].ready = strcmp(ts[i].job, "master") != 0;
+    }
+    code = fail_up(ts, n, timeout_ms, details, st);
+    tf_status_prefix(st, "the master does not see every task up");
+  } else {
+    for (int i = 0; i < n && o->out != NULL; i++) {
+      fprintf(o->out, "started /job:%s/task:%d on %s: pid %ld, log %s\n", ts[i].job,
+              ts[i].task, ts[i].url, (long)ts[i].pid, ts[i].log);
+    }
+  }
+  free_tasks(ts, n);
+  return code;
+}
+
+tf_code tf_ctl_cluster_down(const tf_ctl_cluster_opts *o, tf_status *st) {
+  const char *dir = o->run_dir != NULL ? o->run_dir : o->spec->run_dir;
+  int n = 0;
+  ctl_task *ts = list_tasks(o->spec, dir, &n);
+  for (int i = 0; i < n; i++) {
+    pid_t pid = tf_ctl_pidfile_read(ts[i].pidf);
+    if (pid > 0 && tf_ctl_pid_alive(pid) && tf_ctl_pid_runs(pid, "tf")) {
+      ts[i].pid = pid;
+      kill(pid, SIGTERM);
+    }
+  }
+  int64_t deadline = tf_ctl_now_ms() + o->spec->drain_ms + 2000;
+  char survivors[TF_STATUS_MSG_MAX] = "";
+  for (int i = 0; i < n; i++) {
+    ctl_task *t = &ts[i];
+    while (t->pid > 0 && tf_ctl_pid_alive(t->pid) && tf_ctl_now_ms() < deadline) {
+      tf_ctl_reap(t->pid);
+      tf_ctl_sleep_ms(20);
+    }
+    bool killed = false;
+    if (t->pid > 0 && tf_ctl_pid_alive(t->pid)) {
+      killed = true;
+      if (tf_ctl_stop_pid(t->pid, SIGKILL, 2000) < 0) {
+        char extra[32];
+        snprintf(extra, sizeof extra, " (pid %ld)", (long)t->pid);
+        append_task(survivors, sizeof survivors, t, extra);
+        continue;
+      }
+    }
+    if (t->pid > 0 && o->out != NULL) {
+      fprintf(o->out, "%s /job:%s/task:%d (pid %ld)\n", killed ? "killed" : "stopped", t->job,
+              t->task, (long)t->pid);
+    }
+    unlink(t->pidf);
+  }
+  free_tasks(ts, n);
+  if (survivors[0] != '\0') {
+    return tf_status_set(st, TF_INTERNAL, "still running after SIGKILL: %s", survivors);
+  }
+  return TF_OK;
+}

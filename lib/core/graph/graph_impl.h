@@ -1,0 +1,62 @@
+/* graph_impl.h: the graph's internal layout, shared by graph.c, the
+ * builder and import (graph_build.c) and, later, executor and passes.
+ * Outside lib/core use the accessors in include/tf/graph.h. */
+#ifndef TF_CORE_GRAPH_IMPL_H
+#define TF_CORE_GRAPH_IMPL_H
+
+#include "lib/core/framework/op_registry.h"
+#include "lib/core/base/strmap.h"
+#include "tf/graph.h"
+
+struct tf_node {
+  int id;                  /* index in graph->nodes */
+  char *name;
+  char *device;            /* "" when none requested */
+  const tf_op_def *op;
+  tf_graph *graph;
+  int n_inputs;
+  tf_output *inputs;
+  tf_dtype *in_types;
+  int n_control;
+  tf_node **control;
+  int n_attrs;             /* sorted by name */
+  char **attr_names;
+  tf_attr_value *attrs;
+  int n_outputs;
+  tf_dtype *out_types;
+  tf_shape *out_shapes;
+  /* arg k of the op covers inputs [in_start[k], in_start[k+1]) */
+  int in_start[TF_OP_MAX_ARGS + 1];
+  int out_start[TF_OP_MAX_ARGS + 1];
+};
+
+struct tf_graph {
+  tf_node **nodes;
+  int n_nodes, cap;
+  tf__strmap by_name;   /* name -> tf_node* */
+  tf__strmap used;      /* names and scopes handed out -> counter */
+  char **scopes;        /* stack of full prefixes ending in '/' */
+  int n_scopes, cap_scopes;
+};
+
+/* Appends a finished node (takes ownership). */
+void tf__graph_add_node(tf_graph *g, tf_node *n);
+void tf__node_free(tf_node *n);
+/* Whether output port of n / data input i of n is declared Ref(T): a ref
+ * edge carries a resource (resource.h), not a tensor. (graph_build.c) */
+bool tf__node_output_is_ref(const tf_node *n, int port);
+bool tf__node_input_is_ref(const tf_node *n, int i);
+
+/* Replaces data input i of n by src, an output of a TF_OP_BACK_EDGE node
+ * (NextIteration) with the same dtype: how a loop closes its cycle after
+ * the body is built. INVALID_ARGUMENT naming both nodes otherwise. The
+ * consumer's output shapes are not re-inferred. (graph.c) */
+tf_code tf__node_set_back_edge(tf_node *n, int i, tf_output src, tf_status *st);
+/* Adds src as a control input of the finished node n (builders tie nodes
+ * without inputs to a branch's or loop's pivot). (graph.c) */
+void tf__node_add_control(tf_node *n, tf_node *src);
+
+/* Current scope prefix ("" or "a/b/"). */
+const char *tf__graph_scope(const tf_graph *g);
+
+#endif
