@@ -72,6 +72,10 @@ typedef struct tf_op_spec {
   tf_shape_fn shape_fn;                 /* NULL: outputs unknown */
   unsigned flags;
   const char *doc;                      /* one line for docs/ops.md */
+  /* The audit against TensorFlow's op of this name (docs/ops.md): NULL
+   * when the name, input and output order, attr names and defaults and
+   * the semantics match TensorFlow's; otherwise what differs and why. */
+  const char *deviation;
 } tf_op_spec;
 
 typedef struct tf_arg_def {
