@@ -553,6 +553,26 @@ void tf_rdv_mgr_cleanup(tf_rdv_mgr *m, uint64_t step_id) {
   if (lost) mgr_unref(m);
 }
 
+void tf_rdv_mgr_forget(tf_rdv_mgr *m, uint64_t step_id) {
+  tf_status why;
+  tf_status_set(&why, TF_CANCELLED, "step %" PRIu64 " ended", step_id);
+  wake *v = NULL;
+  int n = 0;
+  bool lost = false;
+  pthread_mutex_lock(&m->mu);
+  step_ent *e = find_ent(m, step_id);
+  if (e != NULL) {
+    if (e->t != NULL) {
+      n = abort_locked(e->t, &why, &v);
+      lost = tombstone_locked(m, e, 0);
+    }
+    remove_ent(m, e);
+  }
+  pthread_mutex_unlock(&m->mu);
+  wake_all(v, n);
+  if (lost) mgr_unref(m);
+}
+
 int tf_rdv_mgr_sweep(tf_rdv_mgr *m, int64_t now_ns) {
   wake *all = NULL;
   int n_all = 0, expired = 0, lost = 0;

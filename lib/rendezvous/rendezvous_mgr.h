@@ -46,6 +46,9 @@ tf_code tf_rdv_mgr_deliver(tf_rdv_mgr *m, uint64_t step_id, const char *key,
 void tf_rdv_mgr_abort(tf_rdv_mgr *m, uint64_t step_id, const tf_status *why);
 /* Aborts (CANCELLED "step N cleaned up") and drops the table; tombstones it. */
 void tf_rdv_mgr_cleanup(tf_rdv_mgr *m, uint64_t step_id);
+/* As cleanup, but forgets the step entirely (no tombstone): for in-process
+ * steps, which no other task can send to late. */
+void tf_rdv_mgr_forget(tf_rdv_mgr *m, uint64_t step_id);
 /* Expires tables untouched for longer than the TTL (aborting them with
  * ABORTED "... expired after N ms without activity") and old tombstones.
  * Returns how many tables expired. now_ns: CLOCK_MONOTONIC. */

@@ -301,6 +301,7 @@ tf_code tf_executor_new(const tf_graph *g, const tf_executor_opts *opts,
   e->simple = e->n_frames == 1;
   for (int i = 0; i < e->n_items; i++) {
     if (e->items[i].flags & (IT_CTRL_FLOW | IT_DEAD_AWARE)) e->simple = false;
+    if (g->nodes[i]->op->flags & TF_OP_RENDEZVOUS) e->needs_rendezvous = true;
   }
   *out = e;
   return TF_OK;
@@ -327,3 +328,7 @@ void tf_executor_free(tf_executor *e) {
 }
 
 const tf_graph *tf_executor_graph(const tf_executor *e) { return e->g; }
+
+bool tf_executor_needs_rendezvous(const tf_executor *e) {
+  return e->needs_rendezvous;
+}

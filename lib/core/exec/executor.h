@@ -50,6 +50,9 @@ tf_code tf_executor_new(const tf_graph *g, const tf_executor_opts *opts,
                         tf_executor **out, tf_status *st);
 void tf_executor_free(tf_executor *e); /* NULL-safe; no step may be running */
 const tf_graph *tf_executor_graph(const tf_executor *e);
+/* Whether the graph has _Send or _Recv nodes, so that a step must be
+ * given a rendezvous (tf_step_ctx.rendezvous). */
+bool tf_executor_needs_rendezvous(const tf_executor *e);
 
 /* One node's run, for traces (RunOptions trace). */
 typedef struct tf_node_exec_stats {

@@ -73,6 +73,7 @@ struct tf_executor {
   /* No control-flow or dead-aware ops and one frame: nothing can be
    * dead, so pending counts are atomics and steps take no lock per node. */
   bool simple;
+  bool needs_rendezvous; /* some node is a _Send or _Recv */
 };
 
 #endif

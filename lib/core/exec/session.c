@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lib/core/graph/graph_impl.h"
+#include "lib/core/framework/rendezvous.h"
 #include "lib/core/framework/resource.h"
 #include "lib/core/exec/session_impl.h"
 #include "lib/core/base/strmap.h"
@@ -36,6 +37,9 @@ struct tf_session {
   tf_cancel **running;
   int n_running, cap_running;
   uint64_t next_step;
+  /* In-process rendezvous tables (tf__rdv_local_ops), opened by the first
+   * step that runs _Send/_Recv; under mu. */
+  void *rdv_tables;
   /* Remote sessions: the backend, its state, and nodes of g it has. */
   const tf__remote_ops *remote;
   void *rimpl;
@@ -343,6 +347,31 @@ static void fill_metadata(const sess_prepared *p, tf_exec_trace *tr,
   }
 }
 
+/* Gives the step its in-process rendezvous table when p's graph has
+ * _Send/_Recv nodes (ctx->rendezvous stays NULL otherwise). */
+static tf_code begin_rendezvous(tf_session *s, const sess_prepared *p,
+                                tf_step_ctx *ctx, tf_status *st) {
+  if (!tf_executor_needs_rendezvous(p->ex)) return TF_OK;
+  const tf__rdv_local_ops *ops = tf__rdv_get_local_ops();
+  if (ops == NULL) {
+    return tf_status_set(st, TF_FAILED_PRECONDITION, "the graph has _Send/"
+                         "_Recv nodes, and this program was linked without "
+                         "the rendezvous tables");
+  }
+  pthread_mutex_lock(&s->mu);
+  if (s->rdv_tables == NULL) {
+    const char *dev = tf_cpu_device()->name;
+    const char *cut = strstr(dev, "/device:");
+    char *task = tf__xstrndup(dev, cut ? (size_t)(cut - dev) : strlen(dev));
+    s->rdv_tables = ops->open(task);
+    free(task);
+  }
+  void *tables = s->rdv_tables;
+  pthread_mutex_unlock(&s->mu);
+  ctx->rendezvous = ops->step_begin(tables, ctx->step_id, st);
+  return ctx->rendezvous != NULL ? TF_OK : st->code;
+}
+
 static tf_code run_prepared(tf_session *s, const sess_prepared *p,
                             const tf_run_options *opts, tf_tensor **args,
                             tf_tensor **rets, tf_cancel *cancel,
@@ -353,6 +382,7 @@ static tf_code run_prepared(tf_session *s, const sess_prepared *p,
   pthread_mutex_lock(&s->mu);
   ctx.step_id = ++s->next_step;
   pthread_mutex_unlock(&s->mu);
+  TF_TRY(begin_rendezvous(s, p, &ctx, st));
   int64_t timeout = opts ? opts->timeout_ms : 0;
   int64_t deadline = timeout > 0 ? tf__now_ns() + timeout * 1000000 : 0;
   tf_exec_trace tr = {0};
@@ -360,6 +390,9 @@ static tf_code run_prepared(tf_session *s, const sess_prepared *p,
   tf_code rc = tf_executor_run(p->ex, &ctx, trace ? &tr : NULL, deadline, st);
   if (rc == TF_DEADLINE_EXCEEDED) {
     tf_status_prefix(st, "Run exceeded timeout_ms=%lld", (long long)timeout);
+  }
+  if (ctx.rendezvous != NULL) {
+    tf__rdv_get_local_ops()->step_end(s->rdv_tables, ctx.rendezvous, ctx.step_id);
   }
   if (trace) fill_metadata(p, &tr, meta);
   free(tr.stats);
@@ -476,6 +509,7 @@ void tf_session_free(tf_session *s) {
   for (int i = 0; i < s->n_prepared; i++) tf__session_prepared_free(s->prepared[i]);
   free(s->prepared);
   tf__strmap_fini(&s->cache);
+  if (s->rdv_tables != NULL) tf__rdv_get_local_ops()->close(s->rdv_tables);
   tf_resource_mgr_free(s->resources);
   tf_graph_free(s->g);
   free(s->running);

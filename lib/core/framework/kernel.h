@@ -25,6 +25,7 @@ typedef struct tf_kernel_def tf_kernel_def;
 typedef struct tf_resource tf_resource;
 typedef struct tf_resource_mgr tf_resource_mgr;
 typedef struct tf_cancel tf_cancel;
+typedef struct tf_rendezvous tf_rendezvous;
 
 /* What a step gives its kernels. The executor's caller (a session, later a
  * worker) fills it; kernels only read it, except _Retval, which stores
@@ -37,7 +38,9 @@ typedef struct tf_step_ctx {
   int n_args;
   tf_tensor **retvals;        /* fetched tensors, set by _Retval nodes */
   int n_retvals;
-  void *rendezvous;           /* cross-device tensors (a later issue) */
+  /* The step's rendezvous for _Send/_Recv (rendezvous.h); NULL when the
+   * step has none, and then those ops fail with FAILED_PRECONDITION. */
+  tf_rendezvous *rendezvous;
 } tf_step_ctx;
 
 typedef struct tf_kernel_ctx {

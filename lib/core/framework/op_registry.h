@@ -46,6 +46,9 @@ enum {
    * inputs are NULL) and may leave outputs unset, which makes them dead:
    * _Send carries deadness to another device, _Recv restores it. */
   TF_OP_DEAD_AWARE = 1u << 6,
+  /* Sends or receives through the step's rendezvous (_Send, _Recv): a
+   * step running it needs tf_step_ctx.rendezvous. */
+  TF_OP_RENDEZVOUS = 1u << 7,
 };
 
 /* Shape inference context. Output shapes start unknown; a shape function

@@ -1,4 +1,5 @@
-/* rendezvous.c: rendezvous keys (rendezvous.h). A key is
+/* rendezvous.c: rendezvous keys and the slot for the in-process tables
+ * (rendezvous.h). A key is
  * "src;incarnation;dst;tensor_name;frame:iter" with the incarnation as 16
  * lower-case hex digits (TF's FpToString) and the frame id and iteration in
  * decimal, as TensorFlow's Rendezvous::CreateKey writes them. */
@@ -98,6 +99,12 @@ tf_code tf_rdv_key_parse(const char *key, tf_rdv_key *out, tf_status *st) {
   out->tensor_name = parts[3];
   return TF_OK;
 }
+
+static const tf__rdv_local_ops *local_ops;
+
+void tf__rdv_set_local_ops(const tf__rdv_local_ops *ops) { local_ops = ops; }
+
+const tf__rdv_local_ops *tf__rdv_get_local_ops(void) { return local_ops; }
 
 void tf_rdv_key_fini(tf_rdv_key *k) {
   if (k == NULL) return;

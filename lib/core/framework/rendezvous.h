@@ -5,10 +5,11 @@
  * with the incarnation as 16 lower-case hex digits and the frame id and
  * iteration in decimal (TF's framework/rendezvous.cc). A
  * value carries an is_dead flag, so an untaken Switch branch stays dead on
- * the other side. lib/core only knows this function table; the per-step
+ * the other side. lib/core only knows these function tables; the per-step
  * tables and the remote path live in lib/rendezvous/. A step's rendezvous
- * is tf_step_ctx.rendezvous (NULL in a local session: Send/Recv then fail
- * with FAILED_PRECONDITION). */
+ * is tf_step_ctx.rendezvous: a worker's table for the step, or in a local
+ * session the in-process table of tf__rdv_local_ops (when a step has none,
+ * Send/Recv fail with FAILED_PRECONDITION). */
 #ifndef TF_CORE_RENDEZVOUS_H
 #define TF_CORE_RENDEZVOUS_H
 
@@ -61,5 +62,29 @@ char *tf_rdv_key_make(const char *src_device, uint64_t src_incarnation,
  * ';'-separated parts ..." (or naming the bad part) when malformed. */
 tf_code tf_rdv_key_parse(const char *key, tf_rdv_key *out, tf_status *st);
 void tf_rdv_key_fini(tf_rdv_key *k);
+
+/* In-process rendezvous tables: the tensors that a process's own steps
+ * hand from one of its devices to another. lib/rendezvous registers the
+ * implementation from a constructor (lib/core knows none); a local session
+ * takes one table per step whose graph has _Send or _Recv nodes. */
+typedef struct tf__rdv_local_ops {
+  /* Tables for the devices whose names start with task_prefix
+   * ("/job:localhost/replica:0/task:0"); a send to any other device fails
+   * with UNIMPLEMENTED naming it. Never NULL. */
+  void *(*open)(const char *task_prefix);
+  /* The step's table, with a reference for the caller; NULL with st set
+   * when the step id was used before. */
+  tf_rendezvous *(*step_begin)(void *tables, uint64_t step_id, tf_status *st);
+  /* Drops the caller's reference and the step's table: waiters end with
+   * CANCELLED, values nobody received are released. */
+  void (*step_end)(void *tables, tf_rendezvous *r, uint64_t step_id);
+  /* Frees the tables; no step may be running. NULL-safe. */
+  void (*close)(void *tables);
+} tf__rdv_local_ops;
+
+/* Installs the in-process tables (once, from a constructor). */
+void tf__rdv_set_local_ops(const tf__rdv_local_ops *ops);
+/* The installed tables, or NULL when lib/rendezvous is not linked. */
+const tf__rdv_local_ops *tf__rdv_get_local_ops(void);
 
 #endif

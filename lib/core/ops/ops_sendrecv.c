@@ -19,7 +19,8 @@ static const tf_op_spec sendrecv_ops[] = {
      .inputs = {"tensor: T"},
      .attrs = {"T: type", KEY_ATTRS},
      .shape_fn = shape_none,
-     .flags = TF_OP_STATEFUL | TF_OP_DEAD_AWARE | TF_OP_NOT_DIFFERENTIABLE,
+     .flags = TF_OP_STATEFUL | TF_OP_DEAD_AWARE | TF_OP_NOT_DIFFERENTIABLE |
+              TF_OP_RENDEZVOUS,
      .doc = "Internal: sends its input (or its deadness) from send_device to "
             "recv_device under the rendezvous key made from its attrs."},
     {.name = "_Recv",
@@ -27,7 +28,7 @@ static const tf_op_spec sendrecv_ops[] = {
      .attrs = {"tensor_type: type", KEY_ATTRS},
      .shape_fn = shape_none,
      .flags = TF_OP_STATEFUL | TF_OP_ASYNC | TF_OP_DEAD_AWARE |
-              TF_OP_NOT_DIFFERENTIABLE,
+              TF_OP_NOT_DIFFERENTIABLE | TF_OP_RENDEZVOUS,
      .doc = "Internal: receives the tensor sent by the matching _Send; its "
             "output is dead when the sent value was dead. Shape unknown."},
 };

@@ -59,8 +59,9 @@ static tf_code sr_init(const tf_node *n, void **state, tf_status *st) {
 /* The step's rendezvous, or FAILED_PRECONDITION on ctx. */
 static tf_rendezvous *rendezvous_of(tf_kernel_ctx *ctx) {
   if (ctx->step == NULL || ctx->step->rendezvous == NULL) {
-    tf_kernel_error(ctx, TF_FAILED_PRECONDITION, "needs a rendezvous: "
-                    "_Send/_Recv run only in partitioned graphs on workers");
+    tf_kernel_error(ctx, TF_FAILED_PRECONDITION, "needs a rendezvous, and "
+                    "this step has none (_Send/_Recv run in sessions and on "
+                    "workers, not eagerly)");
     return NULL;
   }
   return ctx->step->rendezvous;

@@ -682,6 +682,39 @@ START_TEST(test_cancel_race) {
 }
 END_TEST
 
+/* forget ends the step like cleanup (the waiter gets CANCELLED, buffered
+ * values are released) but leaves no tombstone: the id can be used again
+ * and nothing stays behind. */
+START_TEST(test_forget_leaves_nothing) {
+  tf_rdv_mgr *m = tf_rdv_mgr_new(TASK, TTL_MS, NULL, NULL);
+  tf_rendezvous *r = step_of(m, 5);
+  char *ka = key(LOCAL, "a:0"), *kb = key(LOCAL, "b:0");
+  tf_tensor *t = scalar(1.0f);
+  send_ok(r, ka, t, false);
+  got g;
+  got_init(&g);
+  r->recv(r, kb, NULL, recv_cb, &g);
+  tf_rdv_mgr_forget(m, 5);
+  got_wait(&g);
+  ck_assert_int_eq(g.st.code, TF_CANCELLED);
+  ck_assert_msg(strstr(g.st.msg, "step 5 ended") != NULL, "%s", g.st.msg);
+  ck_assert_int_eq(tf_rdv_mgr_live_steps(m), 0);
+  ck_assert_int_eq(tf_rdv_mgr_buffered_bytes(m), 0);
+  tf_rdv_step_unref(r);
+  tf_rdv_mgr_forget(m, 6); /* an unknown step: nothing to do */
+  r = step_of(m, 5);       /* no tombstone refuses the id */
+  send_ok(r, ka, t, false);
+  tf_rdv_mgr_forget(m, 5);
+  tf_rdv_step_unref(r);
+  ck_assert_int_eq(tf_rdv_mgr_live_steps(m), 0);
+  tf_tensor_unref(t);
+  got_fini(&g);
+  free(ka);
+  free(kb);
+  tf_rdv_mgr_free(m);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("rendezvous_mgr");
   TCase *tc = tcase_create("tables");
@@ -700,6 +733,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_free_wakes_waiters);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_cancel_race);
+  tcase_add_test(tc, test_forget_leaves_nothing);
   suite_add_tcase(s, tc);
   return s;
 }

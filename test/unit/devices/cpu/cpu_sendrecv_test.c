@@ -280,7 +280,7 @@ START_TEST(test_no_rendezvous) {
   run_side(&a);
   ck_assert_int_eq(a.rc, TF_FAILED_PRECONDITION);
   ASSERT_HAS(a.st.msg, "'sender'");
-  ASSERT_HAS(a.st.msg, "partitioned graphs");
+  ASSERT_HAS(a.st.msg, "needs a rendezvous");
   side_fini(&a);
   tf_graph_free(g);
 }
