@@ -95,7 +95,8 @@ static tf_output concat_axis_mask(tf_grad_ctx *ctx, tf_output axis,
     return tf__grad_ivec(ctx, m, rank);
   }
   tf_output r = tf__grad_op1(ctx, "Rank", dy);
-  tf_output am = tf__grad_op2(ctx, "Mod", tf__gs_cast(ctx, axis, TF_INT32), r);
+  tf_output am =
+      tf__grad_op2(ctx, "FloorMod", tf__gs_cast(ctx, axis, TF_INT32), r);
   tf_output in[4] = {am, r, tf__grad_scalar(ctx, TF_INT32, 1),
                      tf__grad_scalar(ctx, TF_INT32, 0)};
   return tf__grad_op(ctx, "OneHot", in, 4, NULL, 0);
