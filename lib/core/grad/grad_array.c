@@ -1,8 +1,8 @@
 /* grad_array.c: gradients of the array ops, after TensorFlow's
  * python/ops/array_grad.py. Views (Reshape, ExpandDims, Squeeze, Identity)
  * reshape dy back; Transpose applies the inverse permutation; joins
- * (Concat, Pack) slice or unstack dy and splits (Split, Unpack) join it;
- * Slice pads dy, Pad slices it, StridedSlice scatters it with
+ * (ConcatV2, Concat, Pack) slice or unstack dy and splits (Split, Unpack)
+ * join it; Slice pads dy, Pad slices it, StridedSlice scatters it with
  * StridedSliceGrad; Tile sums the repeats; Fill sums everything into its
  * value. Constant axes, offsets and shapes fold into Const nodes. */
 #include <stdlib.h>
@@ -58,22 +58,28 @@ static tf_code transpose_grad(tf_grad_ctx *ctx) {
   return ctx->st->code;
 }
 
-/* ---- Concat and Split --------------------------------------------------- */
+/* ---- ConcatV2, Concat and Split ---------------------------------------- */
 
-/* Static offsets of the inputs along a constant axis: true when the axis
- * and every input's size along it are known. */
-static bool concat_static(const tf_grad_ctx *ctx, int n, int *rank,
-                          int *axis, int64_t *len) {
+/* Where the joined values and the axis are among a concat node's inputs:
+ * ConcatV2(values..., axis) or Concat(concat_dim, values...). */
+typedef struct concat_args {
+  int first, n, axis;
+} concat_args;
+
+/* Static offsets of the values along a constant axis: true when the axis
+ * and every value's size along it are known. */
+static bool concat_static(const tf_grad_ctx *ctx, const concat_args *c,
+                          int *rank, int *axis, int64_t *len) {
   int64_t a;
-  *rank = tf__gs_rank(tf__grad_in(ctx, 0));
-  if (*rank <= 0 || tf__gs_const_ints(tf__grad_in(ctx, n), &a, 1) != 1 ||
+  *rank = tf__gs_rank(tf__grad_in(ctx, c->first));
+  if (*rank <= 0 || tf__gs_const_ints(tf__grad_in(ctx, c->axis), &a, 1) != 1 ||
       a < -*rank || a >= *rank) {
     return false;
   }
   *axis = (int)(a < 0 ? a + *rank : a);
-  for (int i = 0; i < n; i++) {
-    const tf_shape *s = tf_node_output_shape(tf__grad_in(ctx, i).node,
-                                             tf__grad_in(ctx, i).index);
+  for (int i = 0; i < c->n; i++) {
+    tf_output v = tf__grad_in(ctx, c->first + i);
+    const tf_shape *s = tf_node_output_shape(v.node, v.index);
     if (s->rank != *rank || s->dims[*axis] < 0) {
       return false;
     }
@@ -83,7 +89,8 @@ static bool concat_static(const tf_grad_ctx *ctx, int n, int *rank,
 }
 
 /* A one-hot int32 mask along the axis (constant when the axis and rank
- * are), to turn sizes into begin offsets. */
+ * are), to turn sizes into begin offsets; a negative axis counts from the
+ * end (FloorMod by the rank, as TF's gradient does). */
 static tf_output concat_axis_mask(tf_grad_ctx *ctx, tf_output axis,
                                   tf_output dy) {
   int64_t a;
@@ -95,41 +102,55 @@ static tf_output concat_axis_mask(tf_grad_ctx *ctx, tf_output axis,
     return tf__grad_ivec(ctx, m, rank);
   }
   tf_output r = tf__grad_op1(ctx, "Rank", dy);
-  tf_output am = tf__grad_op2(ctx, "Mod", tf__gs_cast(ctx, axis, TF_INT32), r);
+  tf_output am =
+      tf__grad_op2(ctx, "FloorMod", tf__gs_cast(ctx, axis, TF_INT32), r);
   tf_output in[4] = {am, r, tf__grad_scalar(ctx, TF_INT32, 1),
                      tf__grad_scalar(ctx, TF_INT32, 0)};
   return tf__grad_op(ctx, "OneHot", in, 4, NULL, 0);
 }
 
-static tf_code concat_grad(tf_grad_ctx *ctx) {
-  int n = ctx->n_dx - 1, rank, axis;
+/* dy sliced back into the values, each at its offset along the axis; the
+ * axis gets no gradient. */
+static tf_code concat_slices(tf_grad_ctx *ctx, const concat_args *c) {
+  int rank, axis;
   int64_t len[64];
   tf_output dy = dy0(ctx);
-  if (n <= 64 && concat_static(ctx, n, &rank, &axis, len)) {
+  tf_grad *dx = ctx->dx + c->first;
+  if (c->n <= 64 && concat_static(ctx, c, &rank, &axis, len)) {
     int32_t begin[TF_MAX_RANK] = {0}, size[TF_MAX_RANK];
     for (int d = 0; d < rank; d++) {
       size[d] = -1;
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < c->n; i++) {
       size[axis] = (int32_t)len[i];
       tf_output in[3] = {dy, tf__grad_ivec(ctx, begin, rank),
                          tf__grad_ivec(ctx, size, rank)};
-      ctx->dx[i].values = tf__grad_op(ctx, "Slice", in, 3, NULL, 0);
+      dx[i].values = tf__grad_op(ctx, "Slice", in, 3, NULL, 0);
       begin[axis] += (int32_t)len[i];
     }
     return ctx->st->code;
   }
-  tf_output mask = concat_axis_mask(ctx, tf__grad_in(ctx, n), dy);
+  tf_output mask = concat_axis_mask(ctx, tf__grad_in(ctx, c->axis), dy);
   tf_output off = tf__grad_op1(ctx, "ZerosLike", mask);
-  for (int i = 0; i < n; i++) {
-    tf_output size = tf__grad_shape(ctx, tf__grad_in(ctx, i));
+  for (int i = 0; i < c->n; i++) {
+    tf_output size = tf__grad_shape(ctx, tf__grad_in(ctx, c->first + i));
     tf_output in[3] = {dy, off, size};
-    ctx->dx[i].values = tf__grad_op(ctx, "Slice", in, 3, NULL, 0);
-    if (i + 1 < n) {
+    dx[i].values = tf__grad_op(ctx, "Slice", in, 3, NULL, 0);
+    if (i + 1 < c->n) {
       off = tf__grad_op2(ctx, "Add", off, tf__grad_op2(ctx, "Mul", size, mask));
     }
   }
   return ctx->st->code;
+}
+
+static tf_code concat_v2_grad(tf_grad_ctx *ctx) {
+  int n = ctx->n_dx - 1;
+  return concat_slices(ctx, &(concat_args){.first = 0, .n = n, .axis = n});
+}
+
+static tf_code concat_grad(tf_grad_ctx *ctx) {
+  return concat_slices(
+      ctx, &(concat_args){.first = 1, .n = ctx->n_dx - 1, .axis = 0});
 }
 
 static tf_code split_grad(tf_grad_ctx *ctx) {
@@ -141,7 +162,8 @@ static tf_code split_grad(tf_grad_ctx *ctx) {
   memcpy(in, ctx->dy, (size_t)ctx->n_dy * sizeof *in);
   in[ctx->n_dy] = tf__grad_in(ctx, 0);
   int count[2] = {ctx->n_dy, 0};
-  ctx->dx[1].values = tf__gs_op_groups(ctx, "Concat", in, count, 2, NULL, 0);
+  ctx->dx[1].values =
+      tf__gs_op_groups(ctx, "ConcatV2", in, count, 2, NULL, 0);
   free(in);
   return ctx->st->code;
 }
@@ -357,6 +379,7 @@ static const tf_grad_def array_grads[] = {
     {"Identity", identity_grad},
     {"PlaceholderWithDefault", identity_grad},
     {"Transpose", transpose_grad},
+    {"ConcatV2", concat_v2_grad},
     {"Concat", concat_grad},
     {"Split", split_grad},
     {"Pack", pack_grad},

@@ -7,11 +7,14 @@
  * densifies it. GatherV2 on another axis or with batch_dims is dense:
  * dy's gathered dims are moved to the front, summed into their rows with
  * UnsortedSegmentSum (batch rows offset by batch * params.shape[axis]) and
- * moved back; it needs a constant axis and known ranks. DynamicStitch
- * gathers dy for each data input, masking the slices a later input
- * overwrote (their gradient is 0); DynamicPartition stitches the output
- * gradients back into data's layout. Indices get no gradient; OneHot,
- * Range and Where are registered as not differentiable. */
+ * moved back, with constant permutations when the axis is a constant and
+ * the ranks are known, else with permutations computed in the graph (as
+ * TF's _GatherV2Grad). UnsortedSegmentSum gathers dy back, zero for
+ * dropped (negative) ids. DynamicStitch gathers dy for each data input,
+ * masking the slices a later input overwrote (their gradient is 0);
+ * DynamicPartition stitches the output gradients back into data's layout.
+ * Indices get no gradient; OneHot, Range and Where are registered as not
+ * differentiable. */
 #include <stdlib.h>
 
 #include "lib/core/grad/grad_shape.h"
@@ -152,29 +155,148 @@ static tf_code gather_v2_dense(tf_grad_ctx *ctx, const gv2 *v) {
   return ctx->st->code;
 }
 
+/* ---- GatherV2 with the axis or the ranks known at run time (dense) ----- */
+
+/* Graph values of TF's _GatherV2Grad: the params shape, the axis
+ * (FloorMod by the rank, so negative axes count from the end) and the
+ * ranges of dims around it. */
+typedef struct gv2_dyn {
+  int b;                 /* batch_dims, >= 0 */
+  tf_output ps, rank;    /* Shape(params) and its size */
+  tf_output a, a1, next; /* the axis, [axis], axis + 1 */
+  tf_output r0, r1, r2;  /* [0, b), [b, axis), [axis + 1, rank) */
+} gv2_dyn;
+
+static tf_output i32(tf_grad_ctx *ctx, int v) {
+  return tf__grad_scalar(ctx, TF_INT32, v);
+}
+
+static tf_output range_i32(tf_grad_ctx *ctx, tf_output start,
+                           tf_output limit) {
+  tf_output in[3] = {start, limit, i32(ctx, 1)};
+  return tf__grad_op(ctx, "Range", in, 3, NULL, 0);
+}
+
+/* v[begin : begin + size] of an int32 vector, begin a scalar output and
+ * size a constant (-1: to the end). */
+static tf_output vslice_at(tf_grad_ctx *ctx, tf_output v, tf_output begin,
+                           int32_t size) {
+  tf_output in[3] = {v, vec1(ctx, begin), tf__grad_ivec(ctx, &size, 1)};
+  return tf__grad_op(ctx, "Slice", in, 3, NULL, 0);
+}
+
+static void gv2_dyn_init(tf_grad_ctx *ctx, gv2_dyn *d) {
+  d->ps = tf__grad_shape(ctx, tf__grad_in(ctx, 0));
+  d->rank = tf__gs_size(ctx, d->ps);
+  d->a = tf__grad_op2(ctx, "FloorMod",
+                      tf__gs_cast(ctx, tf__grad_in(ctx, 2), TF_INT32), d->rank);
+  d->a1 = vec1(ctx, d->a);
+  d->next = tf__grad_op2(ctx, "Add", d->a, i32(ctx, 1));
+  d->r0 = range_i32(ctx, i32(ctx, 0), i32(ctx, d->b));
+  d->r1 = range_i32(ctx, i32(ctx, d->b), d->a);
+  d->r2 = range_i32(ctx, d->next, d->rank);
+}
+
+/* TF's _GetBatchIndices: the indices offset by batch * gather_size, the
+ * batch rows numbered in row-major order over indices.shape[:b]. */
+static tf_output batch_ids(tf_grad_ctx *ctx, int b, tf_output bshape,
+                           tf_output n_b, tf_output gather_size) {
+  tf_output idx = tf__gs_cast(ctx, tf__grad_in(ctx, 1), TF_INT32);
+  tf_output off = tf__grad_op2(ctx, "Mul", range_i32(ctx, i32(ctx, 0), n_b),
+                               gather_size);
+  tf_output n_inner = tf__grad_op2(
+      ctx, "Sub", tf__grad_op1(ctx, "Rank", tf__grad_in(ctx, 1)), i32(ctx, b));
+  tf_output parts[2] = {bshape, tf__grad_op2(ctx, "Fill", vec1(ctx, n_inner),
+                                             i32(ctx, 1))};
+  off = tf__grad_op2(ctx, "Reshape", off, tf__gs_vec_concat(ctx, parts, 2));
+  return tf__grad_op2(ctx, "Add", idx, off);
+}
+
+/* TF's _BatchGatherGrad on values [batch..., n, rest...]: the sum of each
+ * gathered slice into its row, [batch..., gather_size, rest...]. */
+static tf_output batch_gather_grad(tf_grad_ctx *ctx, int b, tf_output values,
+                                   tf_output gather_size) {
+  tf_output ids, n_seg = gather_size, bshape = {0}, flat = {0};
+  if (b == 0) {
+    ids = tf__gs_reshape_to(ctx, ints_as_i32(ctx, tf__grad_in(ctx, 1)),
+                            (int64_t[]){-1}, 1);
+  } else {
+    tf_output vshape = tf__grad_shape(ctx, values);
+    bshape = tf__gs_vec_slice(ctx, vshape, 0, b);
+    tf_output n_b = tf__gs_op_attr(ctx, "Prod", bshape, i32(ctx, 0),
+                                   "keep_dims", tf_attr_bool(false));
+    tf_output fparts[2] = {tf__grad_ivec(ctx, (int32_t[]){-1}, 1),
+                           tf__gs_vec_slice(ctx, vshape, b + 1, -1)};
+    flat = tf__gs_vec_concat(ctx, fparts, 2); /* [-1, rest...] */
+    values = tf__grad_op2(ctx, "Reshape", values, flat);
+    ids = tf__gs_reshape_to(ctx, batch_ids(ctx, b, bshape, n_b, gather_size),
+                            (int64_t[]){-1}, 1);
+    n_seg = tf__grad_op2(ctx, "Mul", n_b, gather_size);
+  }
+  tf_output in[3] = {values, ids, n_seg};
+  tf_output seg = tf__grad_op(ctx, "UnsortedSegmentSum", in, 3, NULL, 0);
+  if (b > 0) { /* [batch * gather_size, rest...] -> [batch..., -1, rest...] */
+    tf_output parts[2] = {bshape, flat};
+    seg = tf__grad_op2(ctx, "Reshape", seg, tf__gs_vec_concat(ctx, parts, 2));
+  }
+  return seg;
+}
+
+/* TF's _GatherV2Grad, built from graph ops: dy reshaped to
+ * [outer..., n, inner...], the gathered dim moved after the batch dims,
+ * summed into rows, and moved back. */
+static tf_code gather_v2_dynamic(tf_grad_ctx *ctx, int b) {
+  gv2_dyn d = {.b = b};
+  gv2_dyn_init(ctx, &d);
+  tf_output sl[3] = {d.ps, tf__grad_ivec(ctx, (int32_t[]){0}, 1), d.a1};
+  tf_output outer = tf__grad_op(ctx, "Slice", sl, 3, NULL, 0); /* [:axis] */
+  tf_output vparts[3] = {outer, tf__grad_ivec(ctx, (int32_t[]){-1}, 1),
+                         vslice_at(ctx, d.ps, d.next, -1)};
+  tf_output values = tf__grad_op2(ctx, "Reshape", ctx->dy[0],
+                                  tf__gs_vec_concat(ctx, vparts, 3));
+  tf_output perm[4] = {d.r0, d.a1, d.r1, d.r2};
+  tf_output vt = tf__grad_op2(ctx, "Transpose", values,
+                              tf__gs_vec_concat(ctx, perm, 4));
+  tf_output g = tf__gs_reshape_to(ctx, vslice_at(ctx, d.ps, d.a, 1), NULL, 0);
+  tf_output seg = batch_gather_grad(ctx, b, vt, g);
+  tf_output inv[4] = {d.r0,
+                      tf__grad_op2(ctx, "Add", d.r1, i32(ctx, 1)),
+                      tf__grad_ivec(ctx, (int32_t[]){b}, 1), d.r2};
+  ctx->dx[0].values = tf__grad_op2(ctx, "Transpose", seg,
+                                   tf__gs_vec_concat(ctx, inv, 4));
+  return ctx->st->code;
+}
+
+/* Axis 0 without batch dims: sparse rows (TF's IndexedSlices). A constant
+ * axis with known ranks: static permutations. Otherwise the axis and the
+ * permutations are computed in the graph; a negative batch_dims then
+ * needs indices of known rank (as in TF). */
 static tf_code gather_v2_grad(tf_grad_ctx *ctx) {
   gv2 v = {.params = tf__grad_in(ctx, 0), .indices = tf__grad_in(ctx, 1)};
   int64_t axis, bd;
   TF_TRY(tf_node_attr_get_int(ctx->node, "batch_dims", &bd, ctx->st));
   v.pr = tf__gs_rank(v.params);
   v.ir = tf__gs_rank(v.indices);
-  if (tf__gs_const_ints(tf__grad_in(ctx, 2), &axis, 1) != 1) {
-    return tf_status_set(ctx->st, TF_UNIMPLEMENTED, "gradient of GatherV2 "
-                         "'%s': the axis must be a constant",
-                         tf_node_name(ctx->node));
-  }
-  if (axis == 0 && bd == 0) {
+  bool const_axis = tf__gs_const_ints(tf__grad_in(ctx, 2), &axis, 1) == 1;
+  if (const_axis && axis == 0 && bd == 0) {
     return gather_rows(ctx);
   }
-  if (v.pr < 0 || v.ir < 0) {
+  if (bd < 0 && v.ir < 0) {
     return tf_status_set(ctx->st, TF_UNIMPLEMENTED, "gradient of GatherV2 "
-                         "'%s': axis %d or batch_dims %d needs params and "
-                         "indices of known rank", tf_node_name(ctx->node),
-                         (int)axis, (int)bd);
+                         "'%s': batch_dims %d < 0 needs indices of known "
+                         "rank", tf_node_name(ctx->node), (int)bd);
+  }
+  v.b = (int)(bd < 0 ? bd + v.ir : bd);
+  if (v.b < 0 || (v.ir >= 0 && v.b > v.ir)) {
+    return tf_status_set(ctx->st, TF_INVALID_ARGUMENT, "gradient of GatherV2 "
+                         "'%s': batch_dims %d out of range for indices of "
+                         "rank %d", tf_node_name(ctx->node), (int)bd, v.ir);
+  }
+  if (!const_axis || v.pr < 0 || v.ir < 0) {
+    return gather_v2_dynamic(ctx, v.b);
   }
   v.a = (int)(axis < 0 ? axis + v.pr : axis);
-  v.b = (int)(bd < 0 ? bd + v.ir : bd);
-  if (v.a < 0 || v.a >= v.pr || v.b < 0 || v.b > v.a || v.b > v.ir) {
+  if (v.a < 0 || v.a >= v.pr || v.b > v.a) {
     return tf_status_set(ctx->st, TF_INVALID_ARGUMENT, "gradient of GatherV2 "
                          "'%s': axis %d / batch_dims %d out of range",
                          tf_node_name(ctx->node), (int)axis, (int)bd);
@@ -315,9 +437,30 @@ static tf_code dynamic_partition_grad(tf_grad_ctx *ctx) {
   return ctx->st->code;
 }
 
+/* ---- UnsortedSegmentSum --------------------------------------------------- */
+
+/* TF's _GatherDropNegatives: dy gathered at the segment ids, 0 for the
+ * slices whose id is negative (dropped by the forward op). The ids and
+ * num_segments get no gradient. */
+static tf_code unsorted_segment_sum_grad(tf_grad_ctx *ctx) {
+  tf_output ids = tf__grad_in(ctx, 1);
+  tf_output zero = tf__grad_op1(ctx, "ZerosLike", ids);
+  tf_output gathered = tf__grad_op2(ctx, "Gather", ctx->dy[0],
+                                    tf__grad_op2(ctx, "Maximum", ids, zero));
+  tf_output keep = row_mask(ctx, tf__grad_op2(ctx, "GreaterEqual", ids, zero),
+                            ids, tf__grad_in(ctx, 0));
+  tf_output all = tf__grad_op2(ctx, "Fill", tf__grad_shape(ctx, gathered),
+                               tf__grad_scalar(ctx, TF_BOOL, 1));
+  tf_output in[3] = {tf__grad_op2(ctx, "LogicalAnd", keep, all), gathered,
+                     tf__grad_op1(ctx, "ZerosLike", gathered)};
+  ctx->dx[0].values = tf__grad_op(ctx, "Select", in, 3, NULL, 0);
+  return ctx->st->code;
+}
+
 static const tf_grad_def array_index_grads[] = {
     {"Gather", gather_rows},
     {"GatherV2", gather_v2_grad},
+    {"UnsortedSegmentSum", unsorted_segment_sum_grad},
     {"DynamicStitch", dynamic_stitch_grad},
     {"DynamicPartition", dynamic_partition_grad},
 };

@@ -44,10 +44,12 @@ static tf_code mul_grad(tf_grad_ctx *ctx) {
   return set_binary(ctx, OP2("Mul", DY, IN(1)), OP2("Mul", IN(0), DY));
 }
 
-/* Mod (FloorMod): x - floor(x / y) * y, so dx = dy and
- * dy_y = -dy * floor(x / y) (TF's FloorMod gradient). */
-static tf_code mod_grad(tf_grad_ctx *ctx) {
-  return set_binary(ctx, DY, OP2("Mul", OP1("Neg", DY), OP2("FloorDiv", IN(0), IN(1))));
+/* FloorMod: x - floor(x / y) * y, so dx = dy and
+ * dy_y = dy * -floor(x / y) (TF's _FloorModGrad). TF registers no gradient
+ * for Mod and TruncateMod, FloorDiv and TruncateDiv have none. */
+static tf_code floor_mod_grad(tf_grad_ctx *ctx) {
+  tf_output q = OP2("FloorDiv", IN(0), IN(1));
+  return set_binary(ctx, DY, OP2("Mul", DY, OP1("Neg", q)));
 }
 
 /* RealDiv: d(x/y) = dy / y, -dy * x / y^2. */
@@ -291,7 +293,7 @@ static const tf_grad_def math_grads[] = {
     {"Sub", sub_grad},
     {"Mul", mul_grad},
     {"Div", div_grad},
-    {"Mod", mod_grad},
+    {"FloorMod", floor_mod_grad},
     {"Maximum", maximum_grad},
     {"Minimum", minimum_grad},
     {"Pow", pow_grad},

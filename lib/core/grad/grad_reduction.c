@@ -78,7 +78,7 @@ static void dynamic_shapes(tf_grad_ctx *ctx, bool want_tile, red_shapes *r) {
   tf_output s = tf__grad_shape(ctx, x);
   tf_output rank = tf__gs_size(ctx, s);
   tf_output ax = tf__grad_op2(
-      ctx, "Mod", tf__gs_cast(ctx, tf__grad_in(ctx, 1), TF_INT32), rank);
+      ctx, "FloorMod", tf__gs_cast(ctx, tf__grad_in(ctx, 1), TF_INT32), rank);
   tf_output range[3] = {tf__grad_scalar(ctx, TF_INT32, 0), rank,
                         tf__grad_scalar(ctx, TF_INT32, 1)};
   tf_output ones =

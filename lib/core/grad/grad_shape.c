@@ -1,6 +1,6 @@
 /* grad_shape.c: shape arithmetic for the array, array_index, reduction and
  * matrix gradient functions: constants when the graph already knows the
- * answer, small Shape/Slice/Concat nodes when it does not (see
+ * answer, small Shape/Slice/ConcatV2 nodes when it does not (see
  * grad_shape.h). */
 #include "lib/core/grad/grad_shape.h"
 
@@ -201,7 +201,7 @@ tf_output tf__gs_vec_concat(tf_grad_ctx *ctx, const tf_output *v, int n) {
   memcpy(in, v, (size_t)n * sizeof *v);
   in[n] = tf__grad_scalar(ctx, TF_INT32, 0);
   int count[2] = {n, 0};
-  return tf__gs_op_groups(ctx, "Concat", in, count, 2, NULL, 0);
+  return tf__gs_op_groups(ctx, "ConcatV2", in, count, 2, NULL, 0);
 }
 
 tf_output tf__gs_size(tf_grad_ctx *ctx, tf_output x) {

@@ -66,7 +66,7 @@ tf_output tf__gs_sum(tf_grad_ctx *ctx, tf_output x, tf_output axes,
 tf_output tf__gs_vec_slice(tf_grad_ctx *ctx, tf_output v, int begin,
                            int size);
 
-/* Concat of int32 vectors v[0..n) along axis 0 (v[0] itself when n == 1). */
+/* ConcatV2 of int32 vectors v[0..n) along axis 0 (v[0] itself when n == 1). */
 tf_output tf__gs_vec_concat(tf_grad_ctx *ctx, const tf_output *v, int n);
 
 /* Size(x) as an int32 scalar: a constant when x's shape is known. */

@@ -85,7 +85,7 @@ static tf_output concat0(tf_grad_ctx *c, const tf_output *list, int n,
   if (c->st->code != TF_OK) {
     return (tf_output){0};
   }
-  tf_node_builder *b = tf_node_begin(c->g, "Concat", NULL);
+  tf_node_builder *b = tf_node_begin(c->g, "ConcatV2", NULL);
   tf_node_add_input_list(b, list, n);
   tf_node_add_input(b, axis);
   return (tf_output){tf_node_finish(b, c->st), 0};

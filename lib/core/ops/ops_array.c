@@ -1,12 +1,13 @@
 /* ops_array.c: the array op family (shapes, reshapes, transposes, joins,
  * splits, slices, tiles, pads and fills) with TensorFlow's signatures and
- * attr names; Concat has TF ConcatV2 semantics (values, then axis).
+ * attr names (ConcatV2 takes the values then the axis, Concat the axis
+ * first).
  *
  * Shape functions use constant inputs (from Const nodes) to infer exact
- * output shapes for Reshape, Fill, Slice, StridedSlice, Tile, Pad, Concat,
- * Split, Transpose and ExpandDims, keep what is knowable otherwise (the
- * rank, known dims), and reject graphs that cannot work with the same
- * messages the kernels give. */
+ * output shapes for Reshape, Fill, Slice, StridedSlice, Tile, Pad,
+ * ConcatV2, Concat, Split, Transpose and ExpandDims, keep what is knowable
+ * otherwise (the rank, known dims), and reject graphs that cannot work
+ * with the same messages the kernels give. */
 #include <inttypes.h>
 
 #include "lib/core/framework/op_registry.h"
@@ -197,22 +198,22 @@ static tf_code transpose_shape(tf_shape_ctx *ctx) {
   return TF_OK;
 }
 
-/* ---- Concat ---------------------------------------------------------- */
+/* ---- ConcatV2 and Concat --------------------------------------------- */
 
-/* Index of the first input (of n) with a known rank, or -1. */
-static int first_known_rank(const tf_shape_ctx *ctx, int n) {
+/* Index of the first of the n values with a known rank, or -1. */
+static int first_known_rank(const tf_shape *in, int n) {
   for (int i = 0; i < n; i++) {
-    if (ctx->in[i].rank != TF_UNKNOWN_RANK) {
+    if (in[i].rank != TF_UNKNOWN_RANK) {
       return i;
     }
   }
   return -1;
 }
 
-/* Merges dim d of inputs [0, n) except axis; error naming both inputs. */
-static tf_code concat_merge(tf_shape_ctx *ctx, int n, int ref, int axis,
-                            tf_shape *out) {
-  const tf_shape *r = &ctx->in[ref];
+/* Merges dim d of values in[0, n) except axis; error naming both values. */
+static tf_code concat_merge(tf_shape_ctx *ctx, const tf_shape *in, int n,
+                            int ref, int axis, tf_shape *out) {
+  const tf_shape *r = &in[ref];
   char a[128], b[128];
   int from[TF_MAX_RANK];
   *out = *r;
@@ -220,7 +221,7 @@ static tf_code concat_merge(tf_shape_ctx *ctx, int n, int ref, int axis,
     from[d] = ref;
   }
   for (int i = 0; i < n; i++) {
-    const tf_shape *s = &ctx->in[i];
+    const tf_shape *s = &in[i];
     if (s->rank == TF_UNKNOWN_RANK) {
       continue;
     }
@@ -239,7 +240,7 @@ static tf_code concat_merge(tf_shape_ctx *ctx, int n, int ref, int axis,
         return tf_shape_error(
             ctx, "ConcatOp : Dimension %d in both shapes must be equal: "
                  "shape[%d] = %s vs. shape[%d] = %s",
-            d, from[d], tf_shape_str(&ctx->in[from[d]], a, sizeof(a)), i,
+            d, from[d], tf_shape_str(&in[from[d]], a, sizeof(a)), i,
             tf_shape_str(s, b, sizeof(b)));
       }
       out->dims[d] = s->dims[d];
@@ -249,27 +250,42 @@ static tf_code concat_merge(tf_shape_ctx *ctx, int n, int ref, int axis,
   return TF_OK;
 }
 
-static tf_code concat_shape(tf_shape_ctx *ctx) {
-  int n = ctx->n_in - 1;
-  int ref = first_known_rank(ctx, n);
+/* The sum of the values' dims along axis, or U when one is unknown. */
+static int64_t concat_total(const tf_shape *in, int n, int axis) {
+  int64_t total = 0;
+  for (int i = 0; i < n && total != U; i++) {
+    int64_t d = in[i].rank == TF_UNKNOWN_RANK ? U : in[i].dims[axis];
+    if (d == U || __builtin_add_overflow(total, d, &total)) {
+      total = U;
+    }
+  }
+  return total;
+}
+
+/* The n values start at input `first`; the axis is input `ai`, named
+ * `what` (ConcatV2: values then "axis"; Concat: "concat_dim" first). */
+static tf_code concat_shape_at(tf_shape_ctx *ctx, int first, int n, int ai,
+                               const char *what) {
+  const tf_shape *in = ctx->in + first;
+  int ref = first_known_rank(in, n);
   if (ref < 0) {
     ctx->out[0] = tf_shape_unknown();
     return TF_OK;
   }
-  int rank = ctx->in[ref].rank;
+  int rank = in[ref].rank;
   if (rank == 0) {
     return tf_shape_error(ctx, "ConcatOp : Can't concatenate scalars (use "
                                "tf.stack instead)");
   }
-  const tf_tensor *axis_t = const_input(ctx, n);
+  const tf_tensor *axis_t = const_input(ctx, ai);
   tf_shape out;
   char buf[96];
-  if (ctx->in[n].rank != TF_UNKNOWN_RANK && ctx->in[n].rank != 0) {
-    return tf_shape_error(ctx, "axis must be a scalar, got shape %s",
-                          tf_shape_str(&ctx->in[n], buf, sizeof(buf)));
+  if (ctx->in[ai].rank != TF_UNKNOWN_RANK && ctx->in[ai].rank != 0) {
+    return tf_shape_error(ctx, "%s must be a scalar, got shape %s", what,
+                          tf_shape_str(&ctx->in[ai], buf, sizeof(buf)));
   }
   if (axis_t == NULL || axis_t->n != 1) {
-    TF_TRY(concat_merge(ctx, n, ref, -1, &out));
+    TF_TRY(concat_merge(ctx, in, n, ref, -1, &out));
     ctx->out[0] = unknown_dims(rank);
     return TF_OK;
   }
@@ -279,17 +295,18 @@ static tf_code concat_shape(tf_shape_ctx *ctx) {
                          "concatenating dimensions", &axis, &st) != TF_OK) {
     return tf_shape_error(ctx, "ConcatOp : %s", st.msg);
   }
-  TF_TRY(concat_merge(ctx, n, ref, (int)axis, &out));
-  int64_t total = 0;
-  for (int i = 0; i < n && total != U; i++) {
-    int64_t d = ctx->in[i].rank == TF_UNKNOWN_RANK ? U : ctx->in[i].dims[axis];
-    if (d == U || __builtin_add_overflow(total, d, &total)) {
-      total = U;
-    }
-  }
-  out.dims[axis] = total;
+  TF_TRY(concat_merge(ctx, in, n, ref, (int)axis, &out));
+  out.dims[axis] = concat_total(in, n, (int)axis);
   ctx->out[0] = out;
   return TF_OK;
+}
+
+static tf_code concat_v2_shape(tf_shape_ctx *ctx) {
+  return concat_shape_at(ctx, 0, ctx->n_in - 1, ctx->n_in - 1, "axis");
+}
+
+static tf_code concat_shape(tf_shape_ctx *ctx) {
+  return concat_shape_at(ctx, 1, ctx->n_in - 1, 0, "concat_dim");
 }
 
 /* ---- Split, Pack, Unpack --------------------------------------------- */
@@ -332,7 +349,7 @@ static tf_code split_shape(tf_shape_ctx *ctx) {
 }
 
 static tf_code pack_shape(tf_shape_ctx *ctx) {
-  int n = ctx->n_in, ref = first_known_rank(ctx, n);
+  int n = ctx->n_in, ref = first_known_rank(ctx->in, n);
   int64_t axis_attr, axis;
   char a[128], b[128];
   TF_TRY(tf_node_attr_get_int(ctx->node, "axis", &axis_attr, ctx->status));
@@ -631,9 +648,13 @@ static const tf_op_spec array_ops[] = {
     {"Transpose", {"x: T", "perm: Tperm"}, {"y: T"},
      {"T: type", IDX("Tperm")}, transpose_shape, 0,
      "Permutes dims: output dim k is input dim perm[k]."},
-    {"Concat", {"values: N * T", "axis: Tidx"}, {"output: T"},
-     {"N: int >= 2", "T: type", IDX("Tidx")}, concat_shape, 0,
-     "Joins values along axis (TF ConcatV2 semantics)."},
+    {"ConcatV2", {"values: N * T", "axis: Tidx"}, {"output: T"},
+     {"N: int >= 2", "T: type", IDX("Tidx")}, concat_v2_shape, 0,
+     "Joins values along axis (negative: from the end)."},
+    {"Concat", {"concat_dim: int32", "values: N * T"}, {"output: T"},
+     {"N: int >= 2", "T: type"}, concat_shape, 0,
+     "Joins values along concat_dim (negative: from the end); ConcatV2 "
+     "with the axis first."},
     {"Split", {"split_dim: int32", "value: T"}, {"output: num_split * T"},
      {"num_split: int >= 1", "T: type"}, split_shape, 0,
      "Cuts value into num_split equal parts along split_dim."},

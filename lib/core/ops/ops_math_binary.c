@@ -182,17 +182,48 @@ static tf_code clip_shape(tf_shape_ctx *ctx) {
 #define COMPARE(name, doc)                                                     \
   BINARY(name, "T", "bool", TF_OP_NOT_DIFFERENTIABLE, doc)
 
+/* TensorFlow's T of FloorDiv and TruncateDiv (its BINARY_MORE), less
+ * complex128, and of Mod and TruncateMod. */
+#define DIV_T "{bfloat16, half, float, double, uint8, int8, uint16, int16, " \
+              "int32, uint32, uint64, int64, complex64}"
+#define NO_COMPLEX128 "T omits complex128, a dtype this system does not have."
+#define TMOD_T "{int32, int64, bfloat16, half, float, double}"
+
 static const tf_op_spec k_math_binary_ops[] = {
     ARITH("Add", "x + y element-wise, with broadcasting."),
     ARITH("Sub", "x - y element-wise, with broadcasting."),
     ARITH("Mul", "x * y element-wise, with broadcasting."),
     ARITH("Div", "x / y element-wise (integers truncate; dividing an integer "
                  "by zero is an error)."),
-    {"FloorDiv", {"x: T", "y: T"}, {"z: T"}, {"T: " NUM_T},
-     tf_shape_fn_broadcast, TF_OP_NOT_DIFFERENTIABLE,
-     "floor(x / y) element-wise (dividing an integer by zero is an error)."},
-    ARITH("Mod", "Floor remainder x - floor(x / y) * y: the sign of y (as "
-                 "TF's FloorMod)."),
+    {.name = "FloorDiv", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " DIV_T}, .shape_fn = tf_shape_fn_broadcast,
+     .flags = TF_OP_NOT_DIFFERENTIABLE,
+     .doc = "x / y rounded toward -inf (floats: floor(x / y)), with "
+            "broadcasting; an integer division by zero is an error.",
+     .deviation = NO_COMPLEX128},
+    {.name = "TruncateDiv", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " DIV_T}, .shape_fn = tf_shape_fn_broadcast,
+     .flags = TF_OP_NOT_DIFFERENTIABLE,
+     .doc = "x / y rounded toward zero as in C (floats: trunc(x / y)), with "
+            "broadcasting; an integer division by zero is an error.",
+     .deviation = NO_COMPLEX128},
+    {.name = "FloorMod", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: {int8, int16, int32, int64, uint8, uint16, uint32, "
+               "uint64, bfloat16, half, float, double}"},
+     .shape_fn = tf_shape_fn_broadcast,
+     .doc = "Remainder of the flooring division, x - floor(x / y) * y: the "
+            "sign of y, as Python's %; an integer division by zero is an "
+            "error."},
+    {.name = "Mod", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " TMOD_T}, .shape_fn = tf_shape_fn_broadcast,
+     .doc = "Remainder of the truncating division (C's % and fmod): the "
+            "sign of x; an integer division by zero is an error. No "
+            "gradient (TF defines none)."},
+    {.name = "TruncateMod", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " TMOD_T}, .shape_fn = tf_shape_fn_broadcast,
+     .doc = "Remainder of the truncating division (C's % and fmod): the "
+            "sign of x; an integer division by zero is an error. No "
+            "gradient (TF defines none)."},
     ARITH("Pow", "x ** y element-wise (integers to negative powers are an "
                  "error)."),
     ARITH("Maximum", "max(x, y) element-wise; NaN wins."),

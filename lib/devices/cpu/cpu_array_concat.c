@@ -1,8 +1,8 @@
 /* cpu_array_concat.c: CPU kernels that join or cut tensors along one
- * axis: Concat (TF ConcatV2 semantics), Split, Pack and Unpack, for every
- * dtype. Viewed as [outer, axis * inner], each input or output is a block
- * of whole rows of the other side, so each is one 2-D region copy (rows
- * of contiguous memory, split across the pool). */
+ * axis: ConcatV2 and Concat (the axis last or first), Split, Pack and
+ * Unpack, for every dtype. Viewed as [outer, axis * inner], each input or
+ * output is a block of whole rows of the other side, so each is one 2-D
+ * region copy (rows of contiguous memory, split across the pool). */
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -35,17 +35,17 @@ static void outer_inner(const tf_shape *s, int axis, int64_t *outer,
   }
 }
 
-/* ---- Concat ---------------------------------------------------------- */
+/* ---- ConcatV2 and Concat ---------------------------------------------- */
 
-/* Checks inputs 1..n-1 against input 0 on every dim but axis; *total gets
+/* Checks values 1..n-1 against value 0 on every dim but axis; *total gets
  * the output's size along axis. */
-static tf_code concat_check(tf_kernel_ctx *ctx, int n, int axis,
-                            int64_t *total) {
-  const tf_shape *s0 = &ctx->inputs[0]->shape;
+static tf_code concat_check(tf_kernel_ctx *ctx, tf_tensor *const *v, int n,
+                            int axis, int64_t *total) {
+  const tf_shape *s0 = &v[0]->shape;
   char a[128], b[128];
   *total = 0;
   for (int i = 0; i < n; i++) {
-    const tf_shape *si = &ctx->inputs[i]->shape;
+    const tf_shape *si = &v[i]->shape;
     if (si->rank != s0->rank) {
       return tf_kernel_error(ctx, TF_INVALID_ARGUMENT,
                              "ConcatOp : Ranks of all input tensors should "
@@ -67,14 +67,15 @@ static tf_code concat_check(tf_kernel_ctx *ctx, int n, int axis,
   return TF_OK;
 }
 
-static tf_code concat_compute(tf_kernel_ctx *ctx) {
-  int n = ctx->n_inputs - 1;
-  const tf_tensor *axis_t = ctx->inputs[n], *x0 = ctx->inputs[0];
+/* Joins the n values v along the scalar axis_t (named what in errors). */
+static tf_code concat_run(tf_kernel_ctx *ctx, tf_tensor *const *v, int n,
+                          const tf_tensor *axis_t, const char *what) {
+  const tf_tensor *x0 = v[0];
   char buf[96];
   tf_status st;
   if (axis_t->shape.rank != 0) {
     return tf_kernel_error(ctx, TF_INVALID_ARGUMENT,
-                           "axis must be a scalar, got shape %s",
+                           "%s must be a scalar, got shape %s", what,
                            tf_shape_str(&axis_t->shape, buf, sizeof(buf)));
   }
   if (x0->shape.rank == 0) {
@@ -87,7 +88,7 @@ static tf_code concat_compute(tf_kernel_ctx *ctx) {
                          "concatenating dimensions", &axis, &st) != TF_OK) {
     return tf_kernel_error(ctx, st.code, "ConcatOp : %s", st.msg);
   }
-  TF_TRY(concat_check(ctx, n, (int)axis, &total));
+  TF_TRY(concat_check(ctx, v, n, (int)axis, &total));
   tf_shape os = x0->shape;
   os.dims[axis] = total;
   tf_tensor *y;
@@ -95,12 +96,23 @@ static tf_code concat_compute(tf_kernel_ctx *ctx) {
   int64_t outer, inner, at = 0;
   outer_inner(&os, (int)axis, &outer, &inner);
   for (int i = 0; i < n; i++) {
-    int64_t w = ctx->inputs[i]->shape.dims[axis] * inner;
-    TF_TRY(copy_block(ctx, y, total * inner, at, ctx->inputs[i], w, 0, outer,
-                      w));
+    int64_t w = v[i]->shape.dims[axis] * inner;
+    TF_TRY(copy_block(ctx, y, total * inner, at, v[i], w, 0, outer, w));
     at += w;
   }
   return TF_OK;
+}
+
+/* ConcatV2(values..., axis). */
+static tf_code concat_v2_compute(tf_kernel_ctx *ctx) {
+  int n = ctx->n_inputs - 1;
+  return concat_run(ctx, ctx->inputs, n, ctx->inputs[n], "axis");
+}
+
+/* Concat(concat_dim, values...). */
+static tf_code concat_compute(tf_kernel_ctx *ctx) {
+  return concat_run(ctx, ctx->inputs + 1, ctx->n_inputs - 1, ctx->inputs[0],
+                    "concat_dim");
 }
 
 /* ---- Split, Pack, Unpack: attrs -------------------------------------- */
@@ -266,6 +278,7 @@ static tf_code unpack_compute(tf_kernel_ctx *ctx) {
   {op, TF_DEVICE_CPU, TF_DTYPE_ANY, NULL, init, fn, NULL, free, 0}
 
 static const tf_kernel_def array_concat_kernels[] = {
+    ANY_KERNEL("ConcatV2", NULL, concat_v2_compute),
     ANY_KERNEL("Concat", NULL, concat_compute),
     ANY_KERNEL("Split", split_init, split_compute),
     ANY_KERNEL("Pack", pack_init, pack_compute),

@@ -1,6 +1,6 @@
 /* cpu_array_copy.h: the data-movement engine behind the CPU array kernels
- * (Transpose, Concat, Split, Pack, Unpack, Slice, StridedSlice, Tile, Pad)
- * and the index odometer the reductions share.
+ * (Transpose, ConcatV2, Concat, Split, Pack, Unpack, Slice, StridedSlice,
+ * Tile, Pad) and the index odometer the reductions share.
  *
  * A region is an N-d box of elements with one stride per dim on each side
  * (in elements, any sign, 0 to repeat a source element). Every array op

@@ -30,7 +30,10 @@ static const struct {
     {"Mul", TF__BINOP_MUL},
     {"Div", TF__BINOP_DIV},
     {"FloorDiv", TF__BINOP_FLOORDIV},
-    {"Mod", TF__BINOP_MOD},
+    {"TruncateDiv", TF__BINOP_TRUNCDIV},
+    {"FloorMod", TF__BINOP_FLOORMOD},
+    {"Mod", TF__BINOP_TRUNCMOD}, /* TF's Mod truncates, as TruncateMod */
+    {"TruncateMod", TF__BINOP_TRUNCMOD},
     {"Pow", TF__BINOP_POW},
     {"Maximum", TF__BINOP_MAXIMUM},
     {"Minimum", TF__BINOP_MINIMUM},
@@ -43,8 +46,8 @@ static const struct {
     {"LogicalAnd", TF__BINOP_LOGICAL_AND},
     {"LogicalOr", TF__BINOP_LOGICAL_OR},
 };
-_Static_assert(sizeof(k_ops) / sizeof(k_ops[0]) == TF__BINOP_COUNT,
-               "every binop needs an op name");
+#define N_OPS ((int)(sizeof(k_ops) / sizeof(k_ops[0])))
+_Static_assert(N_OPS == TF__BINOP_COUNT + 1, "every binop needs an op name");
 
 static bool is_comparison(tf__binop op) {
   return op >= TF__BINOP_GREATER && op <= TF__BINOP_NOT_EQUAL;
@@ -61,10 +64,12 @@ static int64_t op_grain(tf__binop op, tf_dtype dt) {
   switch (op) {
   case TF__BINOP_POW:
     return TF_PARALLEL_GRAIN / 16;
-  case TF__BINOP_MOD:
+  case TF__BINOP_FLOORMOD:
+  case TF__BINOP_TRUNCMOD:
     return is_float ? TF_PARALLEL_GRAIN / 16 : TF_PARALLEL_GRAIN / 4;
   case TF__BINOP_DIV:
   case TF__BINOP_FLOORDIV:
+  case TF__BINOP_TRUNCDIV:
     return is_float ? TF_PARALLEL_GRAIN : TF_PARALLEL_GRAIN / 4;
   default:
     return TF_PARALLEL_GRAIN;
@@ -74,10 +79,10 @@ static int64_t op_grain(tf__binop op, tf_dtype dt) {
 static tf_code binop_init(const tf_node *node, void **state, tf_status *st) {
   const char *name = tf_node_op(node);
   int i = 0;
-  while (i < (int)TF__BINOP_COUNT && strcmp(k_ops[i].name, name) != 0) {
+  while (i < N_OPS && strcmp(k_ops[i].name, name) != 0) {
     i++;
   }
-  if (i == (int)TF__BINOP_COUNT) {
+  if (i == N_OPS) {
     return tf_status_set(st, TF_INTERNAL, "'%s': %s is not a binary op",
                          tf_node_name(node), name);
   }
@@ -126,13 +131,12 @@ static tf_code incompatible_answer(tf_kernel_ctx *ctx, tf__binop op) {
   return TF_OK;
 }
 
-/* Integer Div/FloorDiv/Mod by zero and integer Pow with a negative
+/* Integer division and remainder by zero and integer Pow with a negative
  * exponent are errors, as in TF. Every element of y reaches the output
  * when the output is not empty, so scanning y is exact. */
 static tf_code check_operands(tf_kernel_ctx *ctx, const binop_state *s,
                               const tf_tensor *y) {
-  bool divides = s->op == TF__BINOP_DIV || s->op == TF__BINOP_FLOORDIV ||
-                 s->op == TF__BINOP_MOD;
+  bool divides = s->op >= TF__BINOP_DIV && s->op <= TF__BINOP_TRUNCMOD;
   if (divides && tf__tensor_has_zero(y)) {
     return tf_kernel_error(ctx, TF_INVALID_ARGUMENT,
                            "Integer division by zero");
@@ -195,9 +199,14 @@ static tf_code binop_compute(tf_kernel_ctx *ctx) {
   X(op, FLOAT32) X(op, FLOAT64) X(op, INT8) X(op, INT16) X(op, INT32)          \
   X(op, INT64) X(op, UINT8) X(op, UINT16) X(op, UINT32) X(op, UINT64)
 
+/* TF's CPU kernels of Mod and TruncateMod: these four dtypes. */
+#define MOD_TYPES(X, op)                                                       \
+  X(op, FLOAT32) X(op, FLOAT64) X(op, INT32) X(op, INT64)
+
 static const tf_kernel_def k_math_binary_kernels[] = {
     NUM_TYPES(KB, "Add") NUM_TYPES(KB, "Sub") NUM_TYPES(KB, "Mul")
-    NUM_TYPES(KB, "Div") NUM_TYPES(KB, "FloorDiv") NUM_TYPES(KB, "Mod")
+    NUM_TYPES(KB, "Div") NUM_TYPES(KB, "FloorDiv") NUM_TYPES(KB, "TruncateDiv")
+    NUM_TYPES(KB, "FloorMod") MOD_TYPES(KB, "Mod") MOD_TYPES(KB, "TruncateMod")
     NUM_TYPES(KB, "Pow") NUM_TYPES(KB, "Maximum") NUM_TYPES(KB, "Minimum")
     NUM_TYPES(KB, "Greater") NUM_TYPES(KB, "GreaterEqual")
     NUM_TYPES(KB, "Less") NUM_TYPES(KB, "LessEqual")

@@ -32,8 +32,10 @@ typedef enum tf__binop {
   TF__BINOP_SUB,
   TF__BINOP_MUL,
   TF__BINOP_DIV,
-  TF__BINOP_FLOORDIV,
-  TF__BINOP_MOD, /* floor mod: the sign of the divisor */
+  TF__BINOP_FLOORDIV,  /* rounds toward -inf (floats: floor(x / y)) */
+  TF__BINOP_TRUNCDIV,  /* rounds toward 0 (floats: trunc(x / y)) */
+  TF__BINOP_FLOORMOD,  /* remainder with the sign of the divisor */
+  TF__BINOP_TRUNCMOD,  /* C's % and fmod: the sign of the dividend */
   TF__BINOP_POW,
   TF__BINOP_MAXIMUM,
   TF__BINOP_MINIMUM,
@@ -58,7 +60,8 @@ typedef struct tf__binop_args {
 /* Block function computing op on dtype dt over a 2-operand tf_bcast (arg is
  * a tf__binop_args); NULL when op has no loop for dt. Integer division
  * by zero yields 0 and integer powers with negative exponents 0: callers
- * check divisors first (tf__tensor_has_zero, tf__tensor_has_negative). */
+ * check divisors first (tf__tensor_has_zero, tf__tensor_has_negative).
+ * Signed MIN / -1 wraps to MIN and its remainder is 0. */
 tf_bcast_block_fn tf__binop_block_fn(tf__binop op, tf_dtype dt);
 
 /* ClipByValue over a 3-operand tf_bcast (t, min, max): max(min(t, hi), lo)

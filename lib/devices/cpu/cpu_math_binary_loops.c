@@ -27,23 +27,25 @@ TF__VECTORIZE /* see cpu_math_binary.h */
   X(u16, uint16_t, UINT16, uint32_t)                                           \
   X(u32, uint32_t, UINT32, uint32_t)                                           \
   X(u64, uint64_t, UINT64, uint64_t)
-/* suffix, C type, dtype enum, libm floor, fmod, pow */
+/* suffix, C type, dtype enum, libm floor, trunc, fmod, pow */
 #define FLOAT_TYPES(X)                                                         \
-  X(f32, float, FLOAT32, floorf, fmodf, powf)                                  \
-  X(f64, double, FLOAT64, floor, fmod, pow)
+  X(f32, float, FLOAT32, floorf, truncf, fmodf, powf)                          \
+  X(f64, double, FLOAT64, floor, trunc, fmod, pow)
 
 /* ---- element ops ------------------------------------------------------ */
 
-#define FLOAT_OPS(s, T, DT, FLOOR, FMOD, POW)                                  \
+#define FLOAT_OPS(s, T, DT, FLOOR, TRUNC, FMOD, POW)                           \
   static inline T add_##s##_op(T x, T y) { return x + y; }                     \
   static inline T sub_##s##_op(T x, T y) { return x - y; }                     \
   static inline T mul_##s##_op(T x, T y) { return x * y; }                     \
   static inline T div_##s##_op(T x, T y) { return x / y; }                     \
   static inline T floordiv_##s##_op(T x, T y) { return FLOOR(x / y); }         \
-  static inline T mod_##s##_op(T x, T y) {                                     \
+  static inline T truncdiv_##s##_op(T x, T y) { return TRUNC(x / y); }         \
+  static inline T floormod_##s##_op(T x, T y) {                                \
     T r = FMOD(x, y);                                                          \
     return (r != 0 && ((y < 0) != (r < 0))) ? r + y : r;                       \
   }                                                                            \
+  static inline T truncmod_##s##_op(T x, T y) { return FMOD(x, y); }           \
   static inline T pow_##s##_op(T x, T y) { return POW(x, y); }                 \
   static inline T max_##s##_op(T x, T y) {                                     \
     return (x > y || x != x) ? x : y;                                          \
@@ -78,6 +80,7 @@ TF__VECTORIZE /* see cpu_math_binary.h */
     }                                                                          \
     return y == -1 ? (T)(0 - (U)x) : (T)(x / y);                               \
   }                                                                            \
+  static inline T truncdiv_##s##_op(T x, T y) { return div_##s##_op(x, y); }   \
   static inline T floordiv_##s##_op(T x, T y) {                                \
     if (y == 0 || y == -1) {                                                   \
       return y == 0 ? 0 : (T)(0 - (U)x);                                       \
@@ -85,20 +88,25 @@ TF__VECTORIZE /* see cpu_math_binary.h */
     T q = (T)(x / y);                                                          \
     return (x % y != 0 && ((x < 0) != (y < 0))) ? (T)(q - 1) : q;             \
   }                                                                            \
-  static inline T mod_##s##_op(T x, T y) {                                     \
-    if (y == 0 || y == -1) {                                                   \
-      return 0;                                                                \
-    }                                                                          \
-    T r = (T)(x % y);                                                          \
+  static inline T truncmod_##s##_op(T x, T y) {                                \
+    return (y == 0 || y == -1) ? 0 : (T)(x % y);                               \
+  }                                                                            \
+  static inline T floormod_##s##_op(T x, T y) {                                \
+    T r = truncmod_##s##_op(x, y);                                             \
     return (r != 0 && ((r < 0) != (y < 0))) ? (T)(r + y) : r;                 \
   }                                                                            \
   static inline T pow_##s##_op(T x, T y) { return y < 0 ? 0 : ipow_##s(x, y); }
 
+/* Unsigned: truncating and flooring agree. */
 #define UINT_OPS(s, T, DT, U)                                                  \
   WRAP_OPS(s, T, U)                                                            \
   static inline T div_##s##_op(T x, T y) { return y ? (T)(x / y) : 0; }        \
-  static inline T floordiv_##s##_op(T x, T y) { return y ? (T)(x / y) : 0; }   \
-  static inline T mod_##s##_op(T x, T y) { return y ? (T)(x % y) : 0; }        \
+  static inline T floordiv_##s##_op(T x, T y) { return div_##s##_op(x, y); }   \
+  static inline T truncdiv_##s##_op(T x, T y) { return div_##s##_op(x, y); }   \
+  static inline T truncmod_##s##_op(T x, T y) { return y ? (T)(x % y) : 0; }   \
+  static inline T floormod_##s##_op(T x, T y) {                                \
+    return truncmod_##s##_op(x, y);                                            \
+  }                                                                            \
   static inline T pow_##s##_op(T x, T y) { return ipow_##s(x, y); }
 
 FLOAT_TYPES(FLOAT_OPS)
@@ -190,7 +198,9 @@ static int repeated_row(const tf_bcast *bc, const tf_bcast_block *k) {
   X(mul, MUL, s, T, DT)                                                        \
   X(div, DIV, s, T, DT)                                                        \
   X(floordiv, FLOORDIV, s, T, DT)                                              \
-  X(mod, MOD, s, T, DT)                                                        \
+  X(truncdiv, TRUNCDIV, s, T, DT)                                              \
+  X(floormod, FLOORMOD, s, T, DT)                                              \
+  X(truncmod, TRUNCMOD, s, T, DT)                                              \
   X(pow, POW, s, T, DT)                                                        \
   X(max, MAXIMUM, s, T, DT)                                                    \
   X(min, MINIMUM, s, T, DT)

@@ -6,8 +6,12 @@
  * tf_gradients_sparse must return a sparse gradient (values [n, row...],
  * flattened indices, dense_shape) with no densifying node in the graph,
  * and tf_gradients its dense equivalent, compared with a scatter-add
- * written here. OneHot, Range and Where stop gradients. */
+ * written here. GatherV2 with the axis fed at run time (and ranks
+ * hidden) goes through the graph-built gradient; UnsortedSegmentSum's
+ * gradient with negative (dropped) ids gives those slices exactly 0.
+ * OneHot, Range and Where stop gradients. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "test/unit/core/grad/grad_testlib.h"
@@ -130,17 +134,136 @@ START_TEST(test_gather_v2_axes) {
 }
 END_TEST
 
-START_TEST(test_gather_v2_fed_axis_refused) {
+/* GatherV2 with the axis fed at run time (TF builds this gradient from
+ * graph ops): positive and negative axes, axis 0 (dense then), batch dims,
+ * params and indices with hidden dims or rank. */
+static void check_v2_fed_axis(tf_shape ps, tf_tensor *idx, int axis,
+                              int batch_dims) {
+  tf_tensor *in[3] = {rnd(ps), idx, tf_tensor_scalar_i32(axis)};
+  tf_attr_kv kv = {"batch_dims", tf_attr_int(batch_dims)};
+  gt_build f = {.op = "GatherV2", .n_args = 3,
+                .args = {GT_P(0), GT_C(idx), GT_P(2)}, .attrs = &kv,
+                .n_attrs = 1};
+  tt_grad_check(gt_build_fn, &f, in, 3, NULL, ATOL, RTOL);
+  gt_build h = {.op = "GatherV2", .n_args = 3,
+                .args = {GT_PH(0, GT_HIDE_RANK), GT_PH(1, GT_HIDE_DIMS),
+                         GT_P(2)},
+                .attrs = &kv, .n_attrs = 1};
+  tt_grad_check(gt_build_fn, &h, in, 3, NULL, ATOL, RTOL);
+  tt_free(in, 3);
+}
+
+START_TEST(test_gather_v2_fed_axis) {
+  check_v2_fed_axis(GT_SHAPE(3, 4), tf_tensor_vec_i32(3, (int32_t[]){3, 0, 3}),
+                    1, 0);
+  check_v2_fed_axis(GT_SHAPE(5, 2), tf_tensor_vec_i64(4, (int64_t[]){4, 1, 1, 0}),
+                    0, 0);
+  check_v2_fed_axis(GT_SHAPE(2, 4, 3),
+                    tf_tensor_vec_i64(4, (int64_t[]){1, 1, 2, 0}), -1, 0);
+  check_v2_fed_axis(GT_SHAPE(2, 4, 3),
+                    tt_tensor_i(TF_INT32, GT_SHAPE(2, 2), (int64_t[]){3, 3, 0, 1}),
+                    -2, 0);
+  check_v2_fed_axis(GT_SHAPE(2, 4, 3),
+                    tt_tensor_i(TF_INT32, GT_SHAPE(2, 3),
+                                (int64_t[]){3, 3, 0, 1, 2, 1}),
+                    1, 1);
+  check_v2_fed_axis(GT_SHAPE(2, 3, 4, 2),
+                    tt_tensor_i(TF_INT64, GT_SHAPE(2, 2), (int64_t[]){0, 3, 2, 2}),
+                    2, -1);
+  check_v2_fed_axis(GT_SHAPE(2, 3, 4),
+                    tt_tensor_i(TF_INT32, GT_SHAPE(2, 3, 2),
+                                (int64_t[]){0, 1, 1, 1, 2, 0, 2, 2, 0, 1, 1, 0}),
+                    2, 2);
+  /* A constant axis with ranks unknown takes the same graph-built path. */
+  tf_tensor *p = rnd(GT_SHAPE(2, 4, 3));
+  tf_tensor *idx = tt_tensor_i(TF_INT32, GT_SHAPE(2, 3),
+                               (int64_t[]){3, 3, 0, 1, 2, 1});
+  tf_tensor *axis = tf_tensor_scalar_i32(-2);
+  tf_attr_kv kv = {"batch_dims", tf_attr_int(1)};
+  gt_build c = {.op = "GatherV2", .n_args = 3,
+                .args = {GT_PH(0, GT_HIDE_RANK), GT_PH(1, GT_HIDE_DIMS),
+                         GT_C(axis)},
+                .attrs = &kv, .n_attrs = 1};
+  tf_tensor *in[2] = {p, idx};
+  tt_grad_check(gt_build_fn, &c, in, 2, NULL, ATOL, RTOL);
+  tt_free((tf_tensor *[]){p, idx, axis}, 3);
+}
+END_TEST
+
+/* A negative batch_dims needs the indices' rank (TF refuses it too). */
+START_TEST(test_gather_v2_negative_batch_dims_unknown_rank) {
   tf_graph *g = tf_graph_new();
-  tf_output in[3] = {gt_o(tt_placeholder(g, "p", TF_FLOAT64, GT_SHAPE(3, 4))),
-                     gt_ivec(g, 2, (int32_t[]){0, 1}),
-                     gt_o(tt_placeholder(g, "a", TF_INT32, tf_shape_scalar()))};
-  tf_output y = gt_o(tt_node(g, "GatherV2", "y", in, 3, NULL, 0));
+  tf_output p = gt_o(tt_placeholder(g, "p", TF_FLOAT64, GT_SHAPE(2, 4, 3)));
+  tf_output i = gt_o(tt_placeholder(g, "i", TF_INT32, tf_shape_unknown()));
+  tf_output a = gt_o(tt_placeholder(g, "a", TF_INT32, tf_shape_scalar()));
+  tf_attr_kv kv = {"batch_dims", tf_attr_int(-1)};
+  tf_output y = gt_o(tt_node(g, "GatherV2", "y", (tf_output[]){p, i, a}, 3,
+                             &kv, 1));
   tf_output dx;
   tf_status st;
   tf_status_init(&st);
-  ck_assert_int_eq(tf_gradients(g, &y, 1, in, 1, NULL, &dx, &st), TF_UNIMPLEMENTED);
-  ck_assert_msg(strstr(st.msg, "axis must be a constant"), "%s", st.msg);
+  ck_assert_int_eq(tf_gradients(g, &y, 1, &p, 1, NULL, &dx, &st),
+                   TF_UNIMPLEMENTED);
+  ck_assert_msg(strstr(st.msg, "'y'") && strstr(st.msg, "batch_dims -1"),
+                "%s", st.msg);
+  tf_graph_free(g);
+}
+END_TEST
+
+/* ---- UnsortedSegmentSum ------------------------------------------------- */
+
+/* data [ids shape..., row...] summed by ids (negative ids dropped). */
+static void check_segment_sum(tf_shape ds, tf_tensor *ids, int num) {
+  tf_tensor *in[3] = {rnd(ds), ids, tf_tensor_scalar_i32(num)};
+  gt_build c = {.op = "UnsortedSegmentSum", .n_args = 3,
+                .args = {GT_P(0), GT_C(ids), GT_C(in[2])}};
+  tt_grad_check(gt_build_fn, &c, in, 1, NULL, ATOL, RTOL);
+  gt_build f = {.op = "UnsortedSegmentSum", .n_args = 3,
+                .args = {GT_PH(0, GT_HIDE_RANK), GT_PH(1, GT_HIDE_DIMS),
+                         GT_P(2)}};
+  tt_grad_check(gt_build_fn, &f, in, 3, NULL, ATOL, RTOL);
+  tt_free(in, 3);
+}
+
+START_TEST(test_unsorted_segment_sum) {
+  check_segment_sum(GT_SHAPE(6, 2),
+                    tf_tensor_vec_i32(6, (int32_t[]){2, -1, 0, 2, -3, 1}), 4);
+  check_segment_sum(GT_SHAPE(5),
+                    tf_tensor_vec_i64(5, (int64_t[]){0, 0, -1, 1, 0}), 2);
+  check_segment_sum(GT_SHAPE(2, 3, 2),
+                    tt_tensor_i(TF_INT32, GT_SHAPE(2, 3),
+                                (int64_t[]){1, -1, 0, -2, 1, 2}),
+                    3);
+  check_segment_sum(GT_SHAPE(3, 2),
+                    tf_tensor_vec_i32(3, (int32_t[]){-1, -1, -1}), 1);
+}
+END_TEST
+
+/* The slices of dropped ids get exactly 0, even when the row a clipped id
+ * would gather holds NaN; the others get dy's row of their id. */
+START_TEST(test_unsorted_segment_sum_drops_exactly) {
+  tf_graph *g = tf_graph_new();
+  tf_output d = gt_o(tt_placeholder(g, "d", TF_FLOAT64, GT_SHAPE(4, 2)));
+  tf_output ids = gt_ivec(g, 4, (int32_t[]){-1, 1, 0, -5});
+  tf_output n = gt_o(tt_const(g, NULL, tf_tensor_scalar_i32(2)));
+  tf_output y = gt_o(tt_node(g, "UnsortedSegmentSum", "y",
+                             (tf_output[]){d, ids, n}, 3, NULL, 0));
+  tf_tensor *w = tt_tensor(TF_FLOAT64, GT_SHAPE(2, 2),
+                           (double[]){NAN, 2, 3, 4});
+  tf_output gy = gt_o(tt_const(g, "w", w));
+  tf_output dx;
+  tf_status st;
+  tf_status_init(&st);
+  ck_assert_int_eq(tf_gradients(g, &y, 1, &d, 1, &gy, &dx, &st), TF_OK);
+  tf_tensor *dv0 = rnd(GT_SHAPE(4, 2));
+  const char *names[1] = {"d"};
+  tf_tensor *got = gt_run(g, names, &dv0, 1, dx);
+  const double *v = got->data;
+  ck_assert(v[0] == 0 && !signbit(v[0]) && v[1] == 0);
+  ck_assert(v[2] == 3 && v[3] == 4);
+  ck_assert(isnan(v[4]) && v[5] == 2);
+  ck_assert(v[6] == 0 && v[7] == 0);
+  tt_free((tf_tensor *[]){dv0, got}, 2);
   tf_graph_free(g);
 }
 END_TEST
@@ -238,7 +361,10 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_gather);
   tcase_add_test(tc, test_gather_sparse);
   tcase_add_test(tc, test_gather_v2_axes);
-  tcase_add_test(tc, test_gather_v2_fed_axis_refused);
+  tcase_add_test(tc, test_gather_v2_fed_axis);
+  tcase_add_test(tc, test_gather_v2_negative_batch_dims_unknown_rank);
+  tcase_add_test(tc, test_unsorted_segment_sum);
+  tcase_add_test(tc, test_unsorted_segment_sum_drops_exactly);
   tcase_add_test(tc, test_dynamic_stitch);
   tcase_add_test(tc, test_dynamic_partition);
   tcase_add_test(tc, test_not_differentiable);

@@ -80,31 +80,43 @@ START_TEST(test_transpose) {
 }
 END_TEST
 
-/* Concat of three inputs along axis (constant or fed, inputs hidden). */
-static void check_concat(tf_shape a, tf_shape b, tf_shape c, int32_t axis) {
+/* ConcatV2 (v2) or Concat of three inputs along axis (constant or fed,
+ * inputs hidden). Placeholder i feeds in[i]; in[3] is the axis. */
+static gt_build concat_build(bool v2, gt_arg x0, gt_arg x1, gt_arg x2,
+                             gt_arg axis) {
+  gt_build b = {.op = v2 ? "ConcatV2" : "Concat", .n_args = 4,
+                .list_start = v2 ? 0 : 1, .list_len = 3};
+  gt_arg xs[3] = {x0, x1, x2};
+  for (int i = 0; i < 3; i++) {
+    b.args[i + !v2] = xs[i];
+  }
+  b.args[v2 ? 3 : 0] = axis;
+  return b;
+}
+
+static void check_concat(bool v2, tf_shape a, tf_shape b, tf_shape c,
+                         int32_t axis) {
   tf_tensor *in[4] = {rnd(a), rnd(b), rnd(c), tf_tensor_scalar_i32(axis)};
-  gt_build k = {.op = "Concat", .n_args = 4,
-                .args = {GT_P(0), GT_P(1), GT_P(2), GT_C(in[3])},
-                .list_start = 0, .list_len = 3};
+  gt_build k = concat_build(v2, GT_P(0), GT_P(1), GT_P(2), GT_C(in[3]));
   tt_grad_check(gt_build_fn, &k, in, 3, NULL, ATOL, RTOL);
-  gt_build d = {.op = "Concat", .n_args = 4,
-                .args = {GT_PH(0, GT_HIDE_DIMS), GT_P(1),
-                         GT_PH(2, GT_HIDE_RANK), GT_P(3)},
-                .list_start = 0, .list_len = 3};
+  gt_build d = concat_build(v2, GT_PH(0, GT_HIDE_DIMS), GT_P(1),
+                            GT_PH(2, GT_HIDE_RANK), GT_P(3));
   tt_grad_check(gt_build_fn, &d, in, 4, NULL, ATOL, RTOL);
-  gt_build h = {.op = "Concat", .n_args = 4,
-                .args = {GT_PH(0, GT_HIDE_DIMS), GT_PH(1, GT_HIDE_DIMS),
-                         GT_P(2), GT_C(in[3])},
-                .list_start = 0, .list_len = 3};
+  gt_build h = concat_build(v2, GT_PH(0, GT_HIDE_DIMS), GT_PH(1, GT_HIDE_DIMS),
+                            GT_P(2), GT_C(in[3]));
   tt_grad_check(gt_build_fn, &h, in, 3, NULL, ATOL, RTOL);
   tt_free(in, 4);
 }
 
 START_TEST(test_concat) {
-  check_concat(GT_SHAPE(2, 3), GT_SHAPE(2, 1), GT_SHAPE(2, 4), 1);
-  check_concat(GT_SHAPE(2, 3), GT_SHAPE(2, 1), GT_SHAPE(2, 4), -1);
-  check_concat(GT_SHAPE(1, 3, 2), GT_SHAPE(3, 3, 2), GT_SHAPE(2, 3, 2), 0);
-  check_concat(GT_SHAPE(2, 0, 2), GT_SHAPE(2, 2, 2), GT_SHAPE(2, 1, 2), -2);
+  for (int v2 = 0; v2 < 2; v2++) {
+    check_concat(v2, GT_SHAPE(2, 3), GT_SHAPE(2, 1), GT_SHAPE(2, 4), 1);
+    check_concat(v2, GT_SHAPE(2, 3), GT_SHAPE(2, 1), GT_SHAPE(2, 4), -1);
+    check_concat(v2, GT_SHAPE(1, 3, 2), GT_SHAPE(3, 3, 2), GT_SHAPE(2, 3, 2),
+                 0);
+    check_concat(v2, GT_SHAPE(2, 0, 2), GT_SHAPE(2, 2, 2), GT_SHAPE(2, 1, 2),
+                 -2);
+  }
 }
 END_TEST
 
@@ -115,7 +127,7 @@ START_TEST(test_concat_static_is_slices) {
       gt_o(tt_placeholder(g, "b", TF_FLOAT64, tf_shape_of(2, -1, 2))),
       gt_ivec(g, 1, (int32_t[]){1})};
   in[2] = gt_o(tt_const(g, "axis", tf_tensor_scalar_i32(1)));
-  tf_node_builder *nb = tf_node_begin(g, "Concat", "c");
+  tf_node_builder *nb = tf_node_begin(g, "ConcatV2", "c");
   tf_node_add_input_list(nb, in, 2);
   tf_node_add_input(nb, in[2]);
   tf_status st;
@@ -293,11 +305,11 @@ START_TEST(test_fill) {
 }
 END_TEST
 
-/* A tiny composite: Concat, Transpose, StridedSlice, Tile and Pad chained. */
+/* A tiny composite: ConcatV2, Transpose, StridedSlice, Tile and Pad chained. */
 static tf_output chain(tf_graph *g, const tf_output *in, int n, void *arg) {
   (void)n;
   (void)arg;
-  tf_node_builder *nb = tf_node_begin(g, "Concat", NULL);
+  tf_node_builder *nb = tf_node_begin(g, "ConcatV2", NULL);
   tf_node_add_input_list(nb, in, 2);
   tf_node_add_input(nb, gt_o(tt_const(g, NULL, tf_tensor_scalar_i32(0))));
   tf_status st;

@@ -99,11 +99,48 @@ END_TEST
 
 /* Max/Min: continuous random operands tie with probability ~0; a and b
  * drawn from overlapping ranges so both sides win somewhere. */
-/* Mod (floor mod): x / y kept away from integers, where it jumps (a
- * random x/y lands within 1e-6 of one with probability ~1e-5). */
-START_TEST(test_mod) {
-  check_binary("Mod", tf_shape_of(2, 2, 3), tf_shape_of(2, 2, 3), -3, 3, 0.5, 2);
-  check_binary("Mod", tf_shape_of(2, 3, 1), tf_shape_of(2, 1, 4), -3, 3, -2, -0.5);
+/* FloorMod: x / y kept away from integers, where it jumps (a random x/y
+ * lands within 1e-6 of one with probability ~1e-5). */
+START_TEST(test_floor_mod) {
+  check_binary("FloorMod", tf_shape_of(2, 2, 3), tf_shape_of(2, 2, 3), -3, 3,
+               0.5, 2);
+  check_binary("FloorMod", tf_shape_of(2, 3, 1), tf_shape_of(2, 1, 4), -3, 3,
+               -2, -0.5);
+}
+END_TEST
+
+/* As in TF: FloorDiv and TruncateDiv stop the gradient (TF returns None);
+ * Mod and TruncateMod have no gradient, so asking for one through them is
+ * an error naming the op and node. */
+START_TEST(test_division_family_gradients) {
+  tf_graph *g = tf_graph_new();
+  tf_output x = {tt_placeholder(g, "x", TF_FLOAT64, tf_shape_of(1, 3)), 0};
+  tf_output y = {tt_placeholder(g, "y", TF_FLOAT64, tf_shape_of(1, 3)), 0};
+  tf_output dx[2];
+  tf_status st;
+  tf_status_init(&st);
+  const char *divs[] = {"FloorDiv", "TruncateDiv"};
+  for (int i = 0; i < 2; i++) {
+    tf_output z = {tt_node(g, divs[i], NULL, (tf_output[]){x, y}, 2, NULL, 0),
+                   0};
+    ck_assert_ptr_null(tf_grad_lookup(divs[i]));
+    ck_assert_int_eq(tf_gradients(g, &z, 1, (tf_output[]){x, y}, 2, NULL, dx,
+                                  &st), TF_OK);
+    ck_assert(dx[0].node == NULL && dx[1].node == NULL);
+  }
+  const char *mods[] = {"Mod", "TruncateMod"};
+  for (int i = 0; i < 2; i++) {
+    tf_output z = {tt_node(g, mods[i], NULL, (tf_output[]){x, y}, 2, NULL, 0),
+                   0};
+    ck_assert_ptr_null(tf_grad_lookup(mods[i]));
+    ck_assert_int_eq(tf_gradients(g, &z, 1, &x, 1, NULL, dx, &st),
+                     TF_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(st.msg, mods[i]) && strstr(st.msg, "no gradient"),
+                  "%s", st.msg);
+    tf_status_init(&st);
+  }
+  ck_assert_ptr_nonnull(tf_grad_lookup("FloorMod"));
+  tf_graph_free(g);
 }
 END_TEST
 
@@ -347,7 +384,8 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_add_sub_mul);
   tcase_add_test(tc, test_div);
   tcase_add_test(tc, test_maximum_minimum);
-  tcase_add_test(tc, test_mod);
+  tcase_add_test(tc, test_floor_mod);
+  tcase_add_test(tc, test_division_family_gradients);
   tcase_add_test(tc, test_pow);
   tcase_add_test(tc, test_addn);
   tcase_add_test(tc, test_bias_add);

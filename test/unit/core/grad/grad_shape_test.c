@@ -1,7 +1,7 @@
 /* grad_shape_test.c: the shape helpers of the gradient functions
  * (grad_shape.c): reading Const values, static shapes and ranks, folding
  * constant shape arithmetic into Const nodes (checked by node op and
- * value), falling back to Shape/Slice/Concat/Size nodes (checked by
+ * value), falling back to Shape/Slice/ConcatV2/Size nodes (checked by
  * running them), input groups for list arguments, and error passing (a
  * NULL input sets the status once and later helpers return NULL). */
 #include <check.h>
@@ -111,7 +111,7 @@ START_TEST(test_dynamic) {
   ck_assert_str_eq(tf_node_op(sl.node), "Slice");
   tf_output parts[2] = {s, tf__grad_ivec(c, (int32_t[]){7}, 1)};
   tf_output cat = tf__gs_vec_concat(c, parts, 2);
-  ck_assert_str_eq(tf_node_op(cat.node), "Concat");
+  ck_assert_str_eq(tf_node_op(cat.node), "ConcatV2");
   tf_output r = tf__gs_reshape(c, f.xh, tf__grad_ivec(c, (int32_t[]){3, 2}, 2));
   ck_assert_str_eq(tf_node_op(r.node), "Reshape");
   tf_output sum = tf__gs_sum(c, f.xh, tf__grad_ivec(c, (int32_t[]){1}, 1), true);
@@ -146,7 +146,7 @@ START_TEST(test_groups_and_errors) {
   tf_tensor_unref(v);
   /* A missing input: INTERNAL naming the node, then NULLs. */
   tf_output bad[2] = {{0}, in[0]};
-  ck_assert_ptr_null(tf__gs_op_groups(c, "Concat", bad, (int[]){1, 0}, 2, NULL,
+  ck_assert_ptr_null(tf__gs_op_groups(c, "ConcatV2", bad, (int[]){1, 0}, 2, NULL,
                                       0).node);
   ck_assert_int_eq(f.st.code, TF_INTERNAL);
   ck_assert_msg(strstr(f.st.msg, "'x'"), "%s", f.st.msg);

@@ -5,6 +5,7 @@
  * Placeholders (only what is knowable: ranks, known dims). */
 #include <string.h>
 
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM
@@ -160,37 +161,78 @@ START_TEST(test_transpose) {
 }
 END_TEST
 
-static tf_node *concat(const tf_output *xs, int n, tf_output axis) {
+/* ConcatV2(xs..., axis) when v2, else Concat(axis, xs...). */
+static tf_node *concat_op(bool v2, const tf_output *xs, int n,
+                          tf_output axis) {
   tf_output in[8];
-  memcpy(in, xs, (size_t)n * sizeof(tf_output));
-  in[n] = axis;
-  return node("Concat", in, n + 1, 0, n, NULL, 0);
+  memcpy(in + !v2, xs, (size_t)n * sizeof(tf_output));
+  in[v2 ? n : 0] = axis;
+  return node(v2 ? "ConcatV2" : "Concat", in, n + 1, v2 ? 0 : 1, n, NULL, 0);
+}
+
+/* The same shape rules for both: the axis input only moves. */
+static void check_concat_shapes(bool v2) {
+  tf_output a = f32(SHAPE(2, 3)), b = f32(SHAPE(2, 4)), c = f32(SHAPE(U, U));
+  expect(concat_op(v2, (tf_output[]){a, b}, 2, iscalar(1)), SHAPE(2, 7));
+  expect(concat_op(v2, (tf_output[]){a, b, c}, 3, iscalar(-1)), SHAPE(2, U));
+  expect(concat_op(v2, (tf_output[]){c, a}, 2, iscalar(0)), SHAPE(U, 3));
+  expect(concat_op(v2, (tf_output[]){a, c}, 2, iscalar(-2)), SHAPE(U, 3));
+  expect(concat_op(v2, (tf_output[]){a, f32(tf_shape_unknown())}, 2,
+                   iscalar(0)),
+         SHAPE(U, 3));
+  expect(concat_op(v2, (tf_output[]){a, b}, 2,
+                   ph(TF_INT32, tf_shape_scalar())),
+         SHAPE(U, U));
+  tf_output d = f32(SHAPE(5, 4));
+  expect_err(concat_op(v2, (tf_output[]){a, b, d}, 3, iscalar(1)),
+             "Dimension 0 in both shapes must be equal: shape[1] = [2,4] vs. "
+             "shape[2] = [5,4]");
+  expect_err(concat_op(v2, (tf_output[]){a, f32(SHAPE(2, 3, 1))}, 2,
+                       iscalar(0)),
+             "Ranks of all input tensors should match: shape[0] = [2,3] vs. "
+             "shape[1] = [2,3,1]");
+  expect_err(concat_op(v2, (tf_output[]){a, b}, 2, iscalar(2)),
+             "in the range [-2, 2), but got 2");
+  expect_err(concat_op(v2, (tf_output[]){a, b}, 2, iscalar(-3)),
+             "in the range [-2, 2), but got -3");
+  expect_err(concat_op(v2,
+                       (tf_output[]){f32(tf_shape_scalar()),
+                                     f32(tf_shape_scalar())},
+                       2, iscalar(0)),
+             "Can't concatenate scalars");
+  expect_err(concat_op(v2, (tf_output[]){a, b}, 2, ph(TF_INT32, SHAPE(1))),
+             v2 ? "axis must be a scalar, got shape [1]"
+                : "concat_dim must be a scalar, got shape [1]");
+  /* N >= 2 */
+  tf_node *n = concat_op(v2, &a, 1, iscalar(0));
+  ck_assert(n == NULL && st.code == TF_INVALID_ARGUMENT);
 }
 
 START_TEST(test_concat) {
-  tf_output a = f32(SHAPE(2, 3)), b = f32(SHAPE(2, 4)), c = f32(SHAPE(U, U));
-  expect(concat((tf_output[]){a, b}, 2, iscalar(1)), SHAPE(2, 7));
-  expect(concat((tf_output[]){a, b, c}, 3, iscalar(-1)), SHAPE(2, U));
-  expect(concat((tf_output[]){c, a}, 2, iscalar(0)), SHAPE(U, 3));
-  expect(concat((tf_output[]){a, f32(tf_shape_unknown())}, 2, iscalar(0)),
-         SHAPE(U, 3));
-  expect(concat((tf_output[]){a, b}, 2, ph(TF_INT32, tf_shape_scalar())),
-         SHAPE(U, U));
-  tf_output d = f32(SHAPE(5, 4));
-  expect_err(concat((tf_output[]){a, b, d}, 3, iscalar(1)),
-             "Dimension 0 in both shapes must be equal: shape[1] = [2,4] vs. "
-             "shape[2] = [5,4]");
-  expect_err(concat((tf_output[]){a, f32(SHAPE(2, 3, 1))}, 2, iscalar(0)),
-             "Ranks of all input tensors should match: shape[0] = [2,3] vs. "
-             "shape[1] = [2,3,1]");
-  expect_err(concat((tf_output[]){a, b}, 2, iscalar(2)),
-             "in the range [-2, 2), but got 2");
-  expect_err(concat((tf_output[]){f32(tf_shape_scalar()), f32(tf_shape_scalar())},
-                    2, iscalar(0)),
-             "Can't concatenate scalars");
-  /* Concat needs N >= 2 */
-  tf_node *n = concat(&a, 1, iscalar(0));
-  ck_assert(n == NULL && st.code == TF_INVALID_ARGUMENT);
+  check_concat_shapes(true);
+  check_concat_shapes(false);
+  /* TF's signatures: ConcatV2(values, axis: Tidx = int32), Concat's
+   * concat_dim first and int32 only. */
+  const tf_op_def *v2 = tf_op_lookup("ConcatV2"), *v1 = tf_op_lookup("Concat");
+  ck_assert(v2->n_inputs == 2 && v1->n_inputs == 2);
+  ck_assert_str_eq(v2->inputs[0].name, "values");
+  ck_assert_str_eq(v2->inputs[0].number_attr, "N");
+  ck_assert_str_eq(v2->inputs[1].name, "axis");
+  ck_assert_str_eq(v2->inputs[1].type_attr, "Tidx");
+  ck_assert_str_eq(v1->inputs[0].name, "concat_dim");
+  ck_assert_int_eq(v1->inputs[0].fixed_type, TF_INT32);
+  ck_assert_str_eq(v1->inputs[1].name, "values");
+  ck_assert_ptr_null(tf_op_find_attr(v1, "Tidx"));
+  const tf_attr_def *tidx = tf_op_find_attr(v2, "Tidx");
+  ck_assert(tidx->has_default && tidx->default_value.u.t == TF_INT32);
+  ck_assert(tf_op_find_attr(v1, "N")->has_min &&
+            tf_op_find_attr(v1, "N")->min == 2);
+  ck_assert_ptr_null(v1->spec->deviation);
+  ck_assert_ptr_null(v2->spec->deviation);
+  tf_output a = f32(SHAPE(2, 3)), b = f32(SHAPE(1, 3));
+  tf_output a64 = cst(tf_tensor_scalar_i64(0));
+  expect(concat_op(true, (tf_output[]){a, b}, 2, a64), SHAPE(3, 3));
+  ck_assert_ptr_null(concat_op(false, (tf_output[]){a, b}, 2, a64));
 }
 END_TEST
 

@@ -2,7 +2,9 @@
  * the math_binary ops (broadcasting binaries, comparisons, logical ops,
  * Equal's incompatible_shape_error, Select, AddN, BiasAdd, ClipByValue) on
  * Placeholders of partially known shape: unknown dims and unknown ranks
- * refine or stay unknown, known conflicts fail naming the shapes. */
+ * refine or stay unknown, known conflicts fail naming the shapes; and the
+ * division family's signatures against TensorFlow's (FloorDiv,
+ * TruncateDiv, FloorMod, Mod, TruncateMod). */
 #include <string.h>
 
 #include "lib/core/framework/op_registry.h"
@@ -61,11 +63,12 @@ static void expect_error(const char *op, const arg *args, int n,
 #define ARGS(...) ((arg[]){__VA_ARGS__}), (int)(sizeof((arg[]){__VA_ARGS__}) / sizeof(arg))
 
 START_TEST(test_broadcast_ops) {
-  const char *ops[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow",
-                       "Maximum", "Minimum", "Greater", "GreaterEqual", "Less",
+  const char *ops[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "TruncateDiv",
+                       "FloorMod", "Mod", "TruncateMod", "Pow", "Maximum",
+                       "Minimum", "Greater", "GreaterEqual", "Less",
                        "LessEqual", "Equal", "NotEqual"};
-  for (int i = 0; i < 15; i++) {
-    tf_dtype dt = i >= 9 ? TF_BOOL : TF_FLOAT32;
+  for (int i = 0; i < 18; i++) {
+    tf_dtype dt = i >= 12 ? TF_BOOL : TF_FLOAT32;
     expect_shape(ops[i], ARGS(F(2, U), F(3)), NULL, SHAPE(2, 3), dt);
     expect_shape(ops[i], ARGS(F(U, 1), F(1, 5)), NULL, SHAPE(U, 5), dt);
     expect_shape(ops[i], ARGS(F(4, 1, 3), F(2, 1)), NULL, SHAPE(4, 2, 3), dt);
@@ -190,10 +193,76 @@ START_TEST(test_clip_by_value) {
 }
 END_TEST
 
+/* The division family has TensorFlow's signatures: inputs x, y, output z,
+ * and T exactly TF's list (FloorDiv and TruncateDiv: TF's BINARY_MORE less
+ * complex128, which this system lacks, recorded as their deviation). */
+static void expect_t_list(const char *name, const tf_dtype *want, int n) {
+  const tf_op_def *op = tf_op_lookup(name);
+  ck_assert_msg(op != NULL, "%s not registered", name);
+  ck_assert_int_eq(op->n_inputs, 2);
+  ck_assert_str_eq(op->inputs[0].name, "x");
+  ck_assert_str_eq(op->inputs[1].name, "y");
+  ck_assert_int_eq(op->n_outputs, 1);
+  ck_assert_str_eq(op->outputs[0].name, "z");
+  ck_assert_int_eq(op->n_attrs, 1);
+  const tf_attr_def *t = tf_op_find_attr(op, "T");
+  ck_assert(t != NULL && !t->has_default);
+  ck_assert_msg(t->n_allowed_types == n, "%s: %d types, want %d", name,
+                t->n_allowed_types, n);
+  for (int i = 0; i < n; i++) {
+    bool found = false;
+    for (int k = 0; k < t->n_allowed_types; k++) {
+      found |= t->allowed_types[k] == want[i];
+    }
+    ck_assert_msg(found, "%s: T lacks %s", name, tf_dtype_name(want[i]));
+  }
+}
+
+START_TEST(test_division_family_signatures) {
+  const tf_dtype more[] = {TF_BFLOAT16, TF_FLOAT16, TF_FLOAT32, TF_FLOAT64,
+                           TF_UINT8, TF_INT8, TF_UINT16, TF_INT16, TF_INT32,
+                           TF_UINT32, TF_UINT64, TF_INT64, TF_COMPLEX64};
+  const tf_dtype floor_mod[] = {TF_INT8, TF_INT16, TF_INT32, TF_INT64,
+                                TF_UINT8, TF_UINT16, TF_UINT32, TF_UINT64,
+                                TF_BFLOAT16, TF_FLOAT16, TF_FLOAT32,
+                                TF_FLOAT64};
+  const tf_dtype trunc_mod[] = {TF_INT32, TF_INT64, TF_BFLOAT16, TF_FLOAT16,
+                                TF_FLOAT32, TF_FLOAT64};
+  expect_t_list("FloorDiv", more, 13);
+  expect_t_list("TruncateDiv", more, 13);
+  expect_t_list("FloorMod", floor_mod, 12);
+  expect_t_list("Mod", trunc_mod, 6);
+  expect_t_list("TruncateMod", trunc_mod, 6);
+  const char *exact[] = {"FloorMod", "Mod", "TruncateMod"};
+  for (int i = 0; i < 3; i++) {
+    ck_assert_ptr_null(tf_op_lookup(exact[i])->spec->deviation);
+    ck_assert(!(tf_op_lookup(exact[i])->flags & TF_OP_NOT_DIFFERENTIABLE));
+  }
+  const char *divs[] = {"FloorDiv", "TruncateDiv"};
+  for (int i = 0; i < 2; i++) {
+    const tf_op_def *op = tf_op_lookup(divs[i]);
+    ck_assert(op->spec->deviation != NULL &&
+              strstr(op->spec->deviation, "complex128") != NULL);
+    /* TF's gradient of both is None. */
+    ck_assert(op->flags & TF_OP_NOT_DIFFERENTIABLE);
+  }
+  /* Mod and TruncateMod refuse the narrow integers, FloorMod takes them. */
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  arg i8[2] = {{TF_INT8, SHAPE(2)}, {TF_INT8, SHAPE(2)}};
+  ck_assert(build(g, "Mod", i8, 2, NULL, &st) == NULL);
+  ck_assert_msg(strstr(st.msg, "int8") != NULL, "%s", st.msg);
+  ck_assert(build(g, "TruncateMod", i8, 2, NULL, &st) == NULL);
+  ck_assert(build(g, "FloorMod", i8, 2, NULL, &st) != NULL);
+  tf_graph_free(g);
+}
+END_TEST
+
 /* Every op of the family is registered with a doc line and a CPU kernel
  * for float32 (LogicalAnd/Or: bool). */
 START_TEST(test_registered) {
-  const char *ops[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow",
+  const char *ops[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "TruncateDiv",
+                       "FloorMod", "Mod", "TruncateMod", "Pow",
                        "Maximum", "Minimum", "Greater", "GreaterEqual", "Less",
                        "LessEqual", "Equal", "NotEqual", "LogicalAnd",
                        "LogicalOr", "Select", "AddN", "BiasAdd",
@@ -217,6 +286,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_addn);
   tcase_add_test(tc, test_bias_add);
   tcase_add_test(tc, test_clip_by_value);
+  tcase_add_test(tc, test_division_family_signatures);
   tcase_add_test(tc, test_registered);
   suite_add_tcase(s, tc);
   return s;

@@ -1,5 +1,5 @@
-/* cpu_array_concat_test.c: the CPU Concat (ConcatV2 semantics), Split,
- * Pack and Unpack kernels against a plain reference (each output element
+/* cpu_array_concat_test.c: the CPU ConcatV2 and Concat (axis last or
+ * first), Split, Pack and Unpack kernels against a plain reference (each output element
  * located by index arithmetic and compared bit for bit) and NumPy
  * (concatenate, split, stack), on random shapes with empty dims, negative
  * axes, several dtypes and strings; plus the error cases, whose messages
@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/core/framework/kernel.h"
 #include "test/unit/testutil.h"
 
 #define SHAPE(...)                                                             \
@@ -72,17 +73,23 @@ static tf_shape rand_shape(int rank) {
 static const tf_dtype dts[] = {TF_FLOAT32, TF_INT8, TF_FLOAT64, TF_UINT16,
                                TF_STRING, TF_BOOL};
 
-/* ---- Concat ------------------------------------------------------------- */
+/* ---- ConcatV2 and Concat ------------------------------------------------ */
+
+/* ConcatV2(xs..., axis) when v2, else Concat(axis, xs...). */
+static tf_tensor *concat_v(bool v2, tf_tensor **xs, int n, int64_t axis) {
+  tf_tensor *in[8];
+  tf_tensor *ax = tf_tensor_scalar_i32((int32_t)axis);
+  for (int i = 0; i < n; i++) {
+    in[i + !v2] = xs[i];
+  }
+  in[v2 ? n : 0] = ax;
+  tf_tensor *y = tt_run1(v2 ? "ConcatV2" : "Concat", in, n + 1, NULL, 0);
+  tf_tensor_unref(ax);
+  return y;
+}
 
 static tf_tensor *concat(tf_tensor **xs, int n, int64_t axis) {
-  tf_tensor *in[8];
-  for (int i = 0; i < n; i++) {
-    in[i] = xs[i];
-  }
-  in[n] = tf_tensor_scalar_i32((int32_t)axis);
-  tf_tensor *y = tt_run1("Concat", in, n + 1, NULL, 0);
-  tf_tensor_unref(in[n]);
-  return y;
+  return concat_v(true, xs, n, axis);
 }
 
 START_TEST(test_concat_random) {
@@ -96,7 +103,8 @@ START_TEST(test_concat_random) {
       s.dims[axis] = (int64_t)(tt_rand_u64() % 4);
       xs[i] = rand_tensor(dt, s);
     }
-    tf_tensor *y = concat(xs, n, (it & 1) ? axis - rank : axis);
+    /* Both signatures, positive and negative axes. */
+    tf_tensor *y = concat_v(it % 4 < 2, xs, n, (it & 1) ? axis - rank : axis);
     int64_t outer, inner, total = y->shape.dims[axis], at = 0;
     outer_inner(&y->shape, axis, &outer, &inner);
     bool ok = true; /* one assert: ck_assert per element is slow */
@@ -126,9 +134,82 @@ START_TEST(test_concat_large_numpy) {
   if (tt_numpy("outs = [np.concatenate(ins, axis=1)]", xs, 3, want, 1) == 1) {
     tf_tensor *y = concat(xs, 3, 1);
     assert_same(y, want[0]);
-    tt_free((tf_tensor *[]){y, want[0]}, 2);
+    tf_tensor *y1 = concat_v(false, xs, 3, -2); /* Concat, axis first */
+    assert_same(y1, want[0]);
+    tt_free((tf_tensor *[]){y, y1, want[0]}, 3);
   }
   tt_free(xs, 3);
+}
+END_TEST
+
+/* Runs op's kernel on a node whose inputs are Placeholders of unknown
+ * shape (values as the list argument starting at input list_at), so the
+ * kernel, not shape inference, judges the inputs; returns the message. */
+static const char *kernel_fail(const char *op, tf_tensor **in, int n,
+                               int list_at, int n_list) {
+  static tf_status st;
+  tf_graph *g = tf_graph_new();
+  tf_output o[8];
+  for (int i = 0; i < n; i++) {
+    o[i] = (tf_output){
+        tt_placeholder(g, NULL, in[i]->dtype, tf_shape_unknown()), 0};
+  }
+  tf_node_builder *b = tf_node_begin(g, op, "cat");
+  for (int i = 0; i < n;) {
+    if (i == list_at) {
+      tf_node_add_input_list(b, o + i, n_list);
+      i += n_list;
+    } else {
+      tf_node_add_input(b, o[i++]);
+    }
+  }
+  tf_node *node = tf_node_finish(b, &st);
+  ck_assert_msg(node != NULL, "%s", st.msg);
+  tf_tensor *out[1] = {NULL};
+  ck_assert_int_eq(tf_kernel_run_node(node, NULL, in, out, &st),
+                   TF_INVALID_ARGUMENT);
+  tf_graph_free(g);
+  return st.msg;
+}
+
+/* The kernels' own checks (shapes unknown to the graph), for both
+ * signatures: mismatched dims and ranks, the axis range, scalars, a
+ * non-scalar axis; each names the node and the offending input. */
+START_TEST(test_concat_kernel_errors) {
+  tf_tensor *a = tt_rand(TF_FLOAT32, SHAPE(2, 3), 0, 1);
+  tf_tensor *c = tt_rand(TF_FLOAT32, SHAPE(4, 5), 0, 1);
+  tf_tensor *d = tt_rand(TF_FLOAT32, SHAPE(2, 3, 1), 0, 1);
+  tf_tensor *s0 = tf_tensor_scalar_f32(1);
+  tf_tensor *ax1 = tf_tensor_scalar_i32(1), *ax_bad = tf_tensor_scalar_i32(2);
+  tf_tensor *ax_vec = tf_tensor_vec_i32(1, (int32_t[]){0});
+  struct {
+    tf_tensor *x0, *x1, *axis;
+    const char *want;
+  } c_[] = {
+      {a, c, ax1, "Dimension 0 in both shapes must be equal: shape[0] = "
+                  "[2,3] vs. shape[1] = [4,5]"},
+      {a, d, ax1, "Ranks of all input tensors should match: shape[0] = "
+                  "[2,3] vs. shape[1] = [2,3,1]"},
+      {a, a, ax_bad, "in the range [-2, 2), but got 2"},
+      {s0, s0, ax1, "Can't concatenate scalars"},
+      {a, a, ax_vec, "must be a scalar, got shape [1]"},
+  };
+  for (int v2 = 0; v2 < 2; v2++) {
+    for (int k = 0; k < 5; k++) {
+      tf_tensor *in[3];
+      in[v2 ? 0 : 1] = c_[k].x0;
+      in[v2 ? 1 : 2] = c_[k].x1;
+      in[v2 ? 2 : 0] = c_[k].axis;
+      const char *msg = kernel_fail(v2 ? "ConcatV2" : "Concat", in, 3,
+                                    v2 ? 0 : 1, 2);
+      ck_assert_msg(strstr(msg, c_[k].want) && strstr(msg, "'cat'"),
+                    "case %d v2 %d: %s", k, v2, msg);
+      if (k == 4) {
+        ck_assert_msg(strstr(msg, v2 ? "axis" : "concat_dim"), "%s", msg);
+      }
+    }
+  }
+  tt_free((tf_tensor *[]){a, c, d, s0, ax1, ax_bad, ax_vec}, 7);
 }
 END_TEST
 
@@ -138,26 +219,26 @@ START_TEST(test_concat_errors) {
   tf_tensor *c = tt_rand(TF_FLOAT32, SHAPE(4, 5), 0, 1);
   tf_tensor *ax = tf_tensor_scalar_i32(1);
   tf_tensor *in[4] = {a, b, c, ax};
-  const char *msg = tt_run_fail("Concat", in, 4, NULL, 0, TF_INVALID_ARGUMENT);
+  const char *msg = tt_run_fail("ConcatV2", in, 4, NULL, 0, TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(msg, "Dimension 0 in both shapes must be equal") &&
                     strstr(msg, "shape[2] = [4,5]"),
                 "%s", msg);
   tf_tensor *d = tt_rand(TF_FLOAT32, SHAPE(2, 3, 1), 0, 1);
   in[1] = d;
   in[2] = ax;
-  msg = tt_run_fail("Concat", in, 3, NULL, 0, TF_INVALID_ARGUMENT);
+  msg = tt_run_fail("ConcatV2", in, 3, NULL, 0, TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(msg, "Ranks of all input tensors should match") &&
                     strstr(msg, "shape[1] = [2,3,1]"),
                 "%s", msg);
   tf_tensor *ax2 = tf_tensor_scalar_i64(-3);
   in[1] = b;
   in[2] = ax2;
-  msg = tt_run_fail("Concat", in, 3, NULL, 0, TF_INVALID_ARGUMENT);
+  msg = tt_run_fail("ConcatV2", in, 3, NULL, 0, TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(msg, "in the range [-2, 2), but got -3"), "%s", msg);
   tf_tensor *s0 = tf_tensor_scalar_f32(1), *s1 = tf_tensor_scalar_f32(2);
   tf_tensor *zero = tf_tensor_scalar_i32(0);
   tf_tensor *sc[3] = {s0, s1, zero};
-  msg = tt_run_fail("Concat", sc, 3, NULL, 0, TF_INVALID_ARGUMENT);
+  msg = tt_run_fail("ConcatV2", sc, 3, NULL, 0, TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(msg, "Can't concatenate scalars"), "%s", msg);
   tt_free((tf_tensor *[]){a, b, c, d, ax, ax2, s0, s1, zero}, 9);
 }
@@ -319,6 +400,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_concat_random);
   tcase_add_test(tc, test_concat_large_numpy);
   tcase_add_test(tc, test_concat_errors);
+  tcase_add_test(tc, test_concat_kernel_errors);
   tcase_add_test(tc, test_split_random);
   tcase_add_test(tc, test_split_numpy_and_errors);
   tcase_add_test(tc, test_pack_unpack_random);

@@ -13,7 +13,8 @@
  *    row variants and the tiled short-row path, walked whole, in random
  *    pieces (partial rows) and on a thread pool;
  *  - hand-worked int8/uint16 wraparound, integer division by zero and
- *    MIN / -1, float NaN/inf rules;
+ *    MIN / -1, flooring against truncating division and remainder, float
+ *    NaN/inf rules;
  *  - ClipByValue and AddN loops for every dtype (AddN over chunk edges,
  *    into one of its inputs), and the divisor scans.
  *
@@ -142,7 +143,9 @@ static i128 ref_int(tf__binop op, tf_dtype dt, i128 x, i128 y) {
   case TF__BINOP_MUL: return (i128)((u128)x * (u128)y);
   case TF__BINOP_DIV: return y == 0 ? 0 : x / y;
   case TF__BINOP_FLOORDIV: return y == 0 ? 0 : floor_div(x, y);
-  case TF__BINOP_MOD: return y == 0 ? 0 : x - floor_div(x, y) * y;
+  case TF__BINOP_TRUNCDIV: return y == 0 ? 0 : x / y;
+  case TF__BINOP_FLOORMOD: return y == 0 ? 0 : x - floor_div(x, y) * y;
+  case TF__BINOP_TRUNCMOD: return y == 0 ? 0 : x % y;
   case TF__BINOP_POW: return y < 0 ? 0 : (i128)int_pow((u128)x, (u128)y);
   case TF__BINOP_MAXIMUM: return x > y ? x : y;
   case TF__BINOP_MINIMUM: return x < y ? x : y;
@@ -169,10 +172,12 @@ static double ref_flt(tf__binop op, tf_dtype dt, double x, double y) {
   case TF__BINOP_MUL: return rnd(dt, x * y);
   case TF__BINOP_DIV: return rnd(dt, x / y);
   case TF__BINOP_FLOORDIV: return floor(rnd(dt, x / y));
-  case TF__BINOP_MOD: {
+  case TF__BINOP_TRUNCDIV: return trunc(rnd(dt, x / y));
+  case TF__BINOP_FLOORMOD: {
     double r = fmod(x, y); /* exact */
     return (r != 0 && (r < 0) != (y < 0)) ? rnd(dt, r + y) : r;
   }
+  case TF__BINOP_TRUNCMOD: return fmod(x, y); /* exact */
   case TF__BINOP_POW: return rnd(dt, pow(x, y));
   case TF__BINOP_MAXIMUM: return isnan(x) ? x : isnan(y) ? y : x > y ? x : y;
   case TF__BINOP_MINIMUM: return isnan(x) ? x : isnan(y) ? y : x < y ? x : y;
@@ -486,62 +491,83 @@ static double one_flt(tf__binop op, tf_dtype dt, double x, double y) {
 
 /* Worked by hand: int8 and uint16 wrap around, division by zero and
  * MIN / -1 give what the header promises. */
+typedef struct hand_int {
+  tf__binop op;
+  tf_dtype dt;
+  int64_t x, y, want;
+} hand_int;
+
+static const hand_int k_hand_int[] = {
+    {TF__BINOP_ADD, TF_INT8, 127, 1, -128},
+    {TF__BINOP_SUB, TF_INT8, -128, 1, 127},
+    {TF__BINOP_MUL, TF_INT8, 100, 3, 44},
+    {TF__BINOP_MUL, TF_INT8, -128, -1, -128},
+    {TF__BINOP_DIV, TF_INT8, -128, -1, -128},
+    {TF__BINOP_DIV, TF_INT8, -7, 2, -3},
+    {TF__BINOP_DIV, TF_INT8, 5, 0, 0},
+    {TF__BINOP_FLOORDIV, TF_INT8, -128, -1, -128},
+    {TF__BINOP_FLOORDIV, TF_INT8, -7, 2, -4},
+    {TF__BINOP_FLOORDIV, TF_INT8, 7, -2, -4},
+    {TF__BINOP_FLOORDIV, TF_INT8, 7, 0, 0},
+    {TF__BINOP_TRUNCDIV, TF_INT8, -128, -1, -128},
+    {TF__BINOP_TRUNCDIV, TF_INT8, -7, 2, -3},
+    {TF__BINOP_TRUNCDIV, TF_INT8, 7, -2, -3},
+    {TF__BINOP_TRUNCDIV, TF_INT8, 7, 0, 0},
+    {TF__BINOP_FLOORMOD, TF_INT8, -128, -1, 0},
+    {TF__BINOP_FLOORMOD, TF_INT8, 7, -3, -2},
+    {TF__BINOP_FLOORMOD, TF_INT8, -7, 3, 2},
+    {TF__BINOP_FLOORMOD, TF_INT8, -7, 0, 0},
+    {TF__BINOP_TRUNCMOD, TF_INT8, -128, -1, 0},
+    {TF__BINOP_TRUNCMOD, TF_INT8, 7, -3, 1},
+    {TF__BINOP_TRUNCMOD, TF_INT8, -7, 3, -1},
+    {TF__BINOP_TRUNCMOD, TF_INT8, -7, 0, 0},
+    {TF__BINOP_POW, TF_INT8, 3, 5, -13}, /* 243 - 256 */
+    {TF__BINOP_POW, TF_INT8, 2, 7, -128},
+    {TF__BINOP_POW, TF_INT8, 2, 8, 0},
+    {TF__BINOP_POW, TF_INT8, -1, 127, -1},
+    {TF__BINOP_POW, TF_INT8, 0, 0, 1},
+    {TF__BINOP_POW, TF_INT8, 1, -1, 0},
+    {TF__BINOP_MAXIMUM, TF_INT8, -128, 127, 127},
+    {TF__BINOP_ADD, TF_UINT16, 65535, 1, 0},
+    {TF__BINOP_SUB, TF_UINT16, 0, 1, 65535},
+    {TF__BINOP_MUL, TF_UINT16, 300, 300, 24464}, /* 90000 - 65536 */
+    {TF__BINOP_DIV, TF_UINT16, 65535, 0, 0},
+    {TF__BINOP_FLOORDIV, TF_UINT16, 65535, 2, 32767},
+    {TF__BINOP_FLOORMOD, TF_UINT16, 7, 0, 0},
+    {TF__BINOP_FLOORMOD, TF_UINT16, 65535, 10, 5},
+    {TF__BINOP_TRUNCMOD, TF_UINT16, 65535, 10, 5},
+    {TF__BINOP_TRUNCDIV, TF_UINT16, 65535, 2, 32767},
+    {TF__BINOP_POW, TF_UINT16, 256, 2, 0},
+    {TF__BINOP_POW, TF_UINT16, 3, 11, 46075}, /* 177147 - 131072 */
+    {TF__BINOP_MINIMUM, TF_UINT16, 65535, 0, 0},
+    {TF__BINOP_GREATER, TF_UINT16, 65535, 0, 1},
+    {TF__BINOP_LESS, TF_INT8, -128, 127, 1},
+};
+
 START_TEST(test_hand_int8_uint16) {
-  static const struct { tf__binop op; tf_dtype dt; int64_t x, y, want; } c[] = {
-      {TF__BINOP_ADD, TF_INT8, 127, 1, -128},
-      {TF__BINOP_SUB, TF_INT8, -128, 1, 127},
-      {TF__BINOP_MUL, TF_INT8, 100, 3, 44},
-      {TF__BINOP_MUL, TF_INT8, -128, -1, -128},
-      {TF__BINOP_DIV, TF_INT8, -128, -1, -128},
-      {TF__BINOP_DIV, TF_INT8, -7, 2, -3},
-      {TF__BINOP_DIV, TF_INT8, 5, 0, 0},
-      {TF__BINOP_FLOORDIV, TF_INT8, -128, -1, -128},
-      {TF__BINOP_FLOORDIV, TF_INT8, -7, 2, -4},
-      {TF__BINOP_FLOORDIV, TF_INT8, 7, -2, -4},
-      {TF__BINOP_FLOORDIV, TF_INT8, 7, 0, 0},
-      {TF__BINOP_MOD, TF_INT8, -128, -1, 0},
-      {TF__BINOP_MOD, TF_INT8, 7, -3, -2},
-      {TF__BINOP_MOD, TF_INT8, -7, 3, 2},
-      {TF__BINOP_MOD, TF_INT8, -7, 0, 0},
-      {TF__BINOP_POW, TF_INT8, 3, 5, -13}, /* 243 - 256 */
-      {TF__BINOP_POW, TF_INT8, 2, 7, -128},
-      {TF__BINOP_POW, TF_INT8, 2, 8, 0},
-      {TF__BINOP_POW, TF_INT8, -1, 127, -1},
-      {TF__BINOP_POW, TF_INT8, 0, 0, 1},
-      {TF__BINOP_POW, TF_INT8, 1, -1, 0},
-      {TF__BINOP_MAXIMUM, TF_INT8, -128, 127, 127},
-      {TF__BINOP_ADD, TF_UINT16, 65535, 1, 0},
-      {TF__BINOP_SUB, TF_UINT16, 0, 1, 65535},
-      {TF__BINOP_MUL, TF_UINT16, 300, 300, 24464}, /* 90000 - 65536 */
-      {TF__BINOP_DIV, TF_UINT16, 65535, 0, 0},
-      {TF__BINOP_FLOORDIV, TF_UINT16, 65535, 2, 32767},
-      {TF__BINOP_MOD, TF_UINT16, 7, 0, 0},
-      {TF__BINOP_MOD, TF_UINT16, 65535, 10, 5},
-      {TF__BINOP_POW, TF_UINT16, 256, 2, 0},
-      {TF__BINOP_POW, TF_UINT16, 3, 11, 46075}, /* 177147 - 131072 */
-      {TF__BINOP_MINIMUM, TF_UINT16, 65535, 0, 0},
-      {TF__BINOP_GREATER, TF_UINT16, 65535, 0, 1},
-      {TF__BINOP_LESS, TF_INT8, -128, 127, 1},
-  };
-  for (int k = 0; k < NELEM(c); k++) {
+  for (int k = 0; k < NELEM(k_hand_int); k++) {
+    const hand_int *c = &k_hand_int[k];
     int64_t got;
-    if (is_cmp(c[k].op)) {
+    if (is_cmp(c->op)) {
       char a[8], b[8];
       bool o = false;
-      set_int(c[k].dt, a, 0, c[k].x);
-      set_int(c[k].dt, b, 0, c[k].y);
-      one(c[k].op, c[k].dt, a, b, &o);
+      set_int(c->dt, a, 0, c->x);
+      set_int(c->dt, b, 0, c->y);
+      one(c->op, c->dt, a, b, &o);
       got = o;
     } else {
-      got = one_int(c[k].op, c[k].dt, c[k].x, c[k].y);
+      got = one_int(c->op, c->dt, c->x, c->y);
     }
-    ck_assert_msg(got == c[k].want, "case %d: op %d %s(%lld, %lld) = %lld, want %lld",
-                  k, (int)c[k].op, tf_dtype_name(c[k].dt), (long long)c[k].x,
-                  (long long)c[k].y, (long long)got, (long long)c[k].want);
+    ck_assert_msg(got == c->want, "case %d: op %d %s(%lld, %lld) = %lld, want %lld",
+                  k, (int)c->op, tf_dtype_name(c->dt), (long long)c->x,
+                  (long long)c->y, (long long)got, (long long)c->want);
   }
   /* 64-bit extremes. */
   ck_assert(one_int(TF__BINOP_DIV, TF_INT64, INT64_MIN, -1) == INT64_MIN);
-  ck_assert(one_int(TF__BINOP_MOD, TF_INT64, INT64_MIN, -1) == 0);
+  ck_assert(one_int(TF__BINOP_FLOORMOD, TF_INT64, INT64_MIN, -1) == 0);
+  ck_assert(one_int(TF__BINOP_TRUNCMOD, TF_INT64, INT64_MIN, -1) == 0);
+  ck_assert(one_int(TF__BINOP_TRUNCDIV, TF_INT64, INT64_MIN, -1) == INT64_MIN);
+  ck_assert(one_int(TF__BINOP_FLOORDIV, TF_INT64, INT64_MIN, -1) == INT64_MIN);
   /* 3^40 = 12157665459056928801: fits uint64, wraps in int64. */
   ck_assert_int_eq(one_int(TF__BINOP_POW, TF_INT64, 3, 40), -6289078614652622815LL);
   ck_assert((uint64_t)one_int(TF__BINOP_POW, TF_UINT64, 3, 40) ==
@@ -564,11 +590,20 @@ START_TEST(test_hand_float_specials) {
       {TF__BINOP_DIV, 0, 0, NAN},
       {TF__BINOP_FLOORDIV, -7, 2, -4},
       {TF__BINOP_FLOORDIV, 1, 0, INFINITY},
-      {TF__BINOP_MOD, -7, 2, 1},
-      {TF__BINOP_MOD, 7, -2, -1},
-      {TF__BINOP_MOD, 5, INFINITY, 5},
-      {TF__BINOP_MOD, -5, INFINITY, INFINITY}, /* fmod -5, then + y */
-      {TF__BINOP_MOD, 5, 0, NAN},
+      {TF__BINOP_FLOORDIV, 0, 0, NAN},
+      {TF__BINOP_TRUNCDIV, -7, 2, -3},
+      {TF__BINOP_TRUNCDIV, 7, -2, -3},
+      {TF__BINOP_TRUNCDIV, -1, 0, -INFINITY},
+      {TF__BINOP_FLOORMOD, -7, 2, 1},
+      {TF__BINOP_FLOORMOD, 7, -2, -1},
+      {TF__BINOP_FLOORMOD, 5, INFINITY, 5},
+      {TF__BINOP_FLOORMOD, -5, INFINITY, INFINITY}, /* fmod -5, then + y */
+      {TF__BINOP_FLOORMOD, 5, 0, NAN},
+      {TF__BINOP_TRUNCMOD, -7, 2, -1},
+      {TF__BINOP_TRUNCMOD, 7, -2, 1},
+      {TF__BINOP_TRUNCMOD, -5, INFINITY, -5},
+      {TF__BINOP_TRUNCMOD, 5, 0, NAN},
+      {TF__BINOP_TRUNCMOD, INFINITY, 2, NAN},
       {TF__BINOP_POW, -8, 1.0 / 3, NAN},
       {TF__BINOP_POW, 0, -1, INFINITY},
       {TF__BINOP_POW, NAN, 0, 1},

@@ -1,15 +1,19 @@
-/* cpu_math_binary_test.c: the broadcasting binary kernels (Add .. Minimum,
- * comparisons, LogicalAnd/Or) against a plain float64 recomputation that
- * walks output indices and finds source elements by unravelling them (no
- * use of the kernels' broadcast machinery), on fresh random inputs over
- * scalar, empty, vector, outer-product and rank-6 shape pairs; a numpy
- * cross-check; hand-worked FloorDiv/Mod/Pow values; integer wraparound,
- * NaN and division-by-zero behaviour; shape errors; in-place forwarding.
+/* cpu_math_binary_test.c: the broadcasting binary kernels (Add .. Minimum
+ * with TF's division family FloorDiv, TruncateDiv, FloorMod, Mod,
+ * TruncateMod; comparisons, LogicalAnd/Or) against a plain float64
+ * recomputation that walks output indices and finds source elements by
+ * unravelling them (no use of the kernels' broadcast machinery), on fresh
+ * random inputs over scalar, empty, vector, outer-product and rank-6
+ * shape pairs; a numpy cross-check; hand-worked flooring/truncating
+ * division and remainder and Pow values; integer wraparound, MIN / -1,
+ * NaN and division-by-zero behaviour (an error for integers, IEEE for
+ * floats); shape errors; in-place forwarding.
  *
  * Tolerances (|got - want| <= rtol * |want|): float32 1.2e-7 (1 ulp: both
  * sides round the exact result once), Pow float32 2.4e-7 (powf is within
  * 1 ulp, not always correctly rounded); float64 2.3e-16, Pow float64
- * 4.5e-16; FloorDiv/Mod floats and every integer or bool result exact. */
+ * 4.5e-16; the division family's floats and every integer or bool result
+ * exact. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +29,13 @@
 #define SCALAR tf_shape_scalar()
 #define N_ELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static const char *const k_arith[] = {"Add", "Sub", "Mul", "Div", "FloorDiv",
-                                      "Mod", "Pow", "Maximum", "Minimum"};
+/* Kernels for every integer and float dtype; Mod and TruncateMod (as in
+ * TF) only for float32, float64, int32 and int64. */
+static const char *const k_arith[] = {"Add",      "Sub",         "Mul",
+                                      "Div",      "FloorDiv",    "TruncateDiv",
+                                      "FloorMod", "Pow",         "Maximum",
+                                      "Minimum"};
+static const char *const k_trunc_mod[] = {"Mod", "TruncateMod"};
 static const char *const k_compare[] = {"Greater", "GreaterEqual", "Less",
                                         "LessEqual", "Equal", "NotEqual"};
 
@@ -77,13 +86,14 @@ static tf_shape bcast_shape(const tf_shape *a, const tf_shape *b) {
 
 /* The ops the reference knows, in one order with their names. */
 enum {
-  R_ADD, R_SUB, R_MUL, R_DIV, R_FLOORDIV, R_MOD, R_POW, R_MAX, R_MIN,
-  R_GT, R_GE, R_LT, R_LE, R_EQ, R_NE, R_AND, R_OR, R_COUNT
+  R_ADD, R_SUB, R_MUL, R_DIV, R_FLOORDIV, R_TRUNCDIV, R_FLOORMOD, R_MOD,
+  R_TRUNCMOD, R_POW, R_MAX, R_MIN, R_GT, R_GE, R_LT, R_LE, R_EQ, R_NE, R_AND,
+  R_OR, R_COUNT
 };
 static const char *const k_ref_names[R_COUNT] = {
-    "Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow", "Maximum",
-    "Minimum", "Greater", "GreaterEqual", "Less", "LessEqual", "Equal",
-    "NotEqual", "LogicalAnd", "LogicalOr"};
+    "Add", "Sub", "Mul", "Div", "FloorDiv", "TruncateDiv", "FloorMod", "Mod",
+    "TruncateMod", "Pow", "Maximum", "Minimum", "Greater", "GreaterEqual",
+    "Less", "LessEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr"};
 
 static int ref_index(const char *op) {
   for (int i = 0; i < R_COUNT; i++) {
@@ -95,12 +105,19 @@ static int ref_index(const char *op) {
   return -1;
 }
 
-/* Floor division and remainder the way a person computes them; float32
- * quotients rounded to float first, as the kernel's division is. */
-static double ref_floor_op(int op, tf_dtype dt, double x, double y) {
-  if (op == R_FLOORDIV) {
-    double q = x / y;
-    return floor(dt == TF_FLOAT32 ? (double)(float)q : q);
+/* Flooring and truncating division and remainder the way a person
+ * computes them (TF's definitions): float quotients rounded to the dtype
+ * first, as the kernel's division is, then floored or truncated; the
+ * remainders exact (fmod), the flooring one moved to y's sign. */
+static double ref_div_op(int op, tf_dtype dt, double x, double y) {
+  double q = x / y;
+  q = dt == TF_FLOAT32 ? (double)(float)q : q;
+  switch (op) {
+  case R_FLOORDIV: return floor(q);
+  case R_TRUNCDIV: return trunc(q);
+  case R_MOD:
+  case R_TRUNCMOD: return fmod(x, y);
+  default: break;
   }
   if (!is_float(dt)) {
     return x - floor(x / y) * y;
@@ -116,7 +133,10 @@ static double ref_op(int op, tf_dtype dt, double x, double y) {
   case R_MUL: return x * y;
   case R_DIV: return is_float(dt) ? x / y : trunc(x / y);
   case R_FLOORDIV:
-  case R_MOD: return ref_floor_op(op, dt, x, y);
+  case R_TRUNCDIV:
+  case R_FLOORMOD:
+  case R_MOD:
+  case R_TRUNCMOD: return ref_div_op(op, dt, x, y);
   case R_POW: return pow(x, y);
   case R_MAX: return x > y ? x : y;
   case R_MIN: return x < y ? x : y;
@@ -228,8 +248,8 @@ static tf_tensor *rand_in(tf_dtype dt, tf_shape s, double lo, double hi,
 /* Inputs suited to op: divisors nonzero, powers small, comparisons tied. */
 static void make_inputs(const char *op, tf_dtype dt, const pair *p,
                         tf_tensor **x, tf_tensor **y) {
-  bool divides = !strcmp(op, "Div") || !strcmp(op, "FloorDiv") ||
-                 !strcmp(op, "Mod");
+  bool divides = strstr("Div FloorDiv TruncateDiv FloorMod Mod TruncateMod",
+                        op) != NULL;
   if (divides) {
     *x = rand_in(dt, p->a, -20, 20, false, false);
     *y = rand_in(dt, p->b, -6, 6, false, true);
@@ -286,6 +306,15 @@ END_TEST
 START_TEST(test_arith_i64) { check_ops(k_arith, N_ELEMS(k_arith), TF_INT64); }
 END_TEST
 
+/* Mod and TruncateMod: the dtypes of TF's CPU kernels. */
+START_TEST(test_trunc_mod) {
+  tf_dtype dts[] = {TF_FLOAT32, TF_FLOAT64, TF_INT32, TF_INT64};
+  for (int d = 0; d < N_ELEMS(dts); d++) {
+    check_ops(k_trunc_mod, N_ELEMS(k_trunc_mod), dts[d]);
+  }
+}
+END_TEST
+
 /* The narrower and unsigned integers: results wrap like the hardware. */
 START_TEST(test_arith_small_ints) {
   tf_dtype dts[] = {TF_INT8, TF_INT16, TF_UINT8, TF_UINT16, TF_UINT32,
@@ -330,7 +359,8 @@ START_TEST(test_large_parallel) {
                 {SHAPE(1), SHAPE(70001)},
                 {SHAPE(40000, 3), SHAPE(3)},
                 {SHAPE(7), SHAPE(9000, 7)}};
-  const char *const ops[] = {"Sub", "Div", "Mod", "Pow", "Maximum", "Less"};
+  const char *const ops[] = {"Sub",         "Div", "FloorMod", "TruncateMod",
+                             "TruncateDiv", "Pow", "Maximum",  "Less"};
   tf_dtype dts[] = {TF_FLOAT32, TF_INT64};
   for (int d = 0; d < N_ELEMS(dts); d++) {
     for (int o = 0; o < N_ELEMS(ops); o++) {
@@ -353,8 +383,20 @@ START_TEST(test_numpy) {
   } c[] = {
       {"Add", "np.add", TF_FLOAT32, SHAPE(2, 1, 4), SHAPE(3, 1)},
       {"FloorDiv", "np.floor_divide", TF_INT32, SHAPE(4, 1), SHAPE(1, 5)},
-      {"Mod", "np.mod", TF_INT64, SHAPE(2, 3), SHAPE(3)},
-      {"Mod", "np.mod", TF_FLOAT64, SHAPE(3, 4), SHAPE(4)},
+      {"FloorDiv", "np.floor_divide", TF_UINT16, SHAPE(3, 4), SHAPE(4)},
+      {"FloorDiv", "fdiv", TF_FLOAT32, SHAPE(2, 1, 3), SHAPE(4, 1)},
+      {"FloorDiv", "fdiv", TF_FLOAT64, SHAPE(5), SCALAR},
+      {"TruncateDiv", "tdiv", TF_INT64, SHAPE(2, 3), SHAPE(3)},
+      {"TruncateDiv", "tdiv", TF_INT8, SHAPE(4, 5), SHAPE(4, 1)},
+      {"TruncateDiv", "tdiv", TF_FLOAT32, SHAPE(3, 1), SHAPE(1, 4)},
+      {"FloorMod", "np.mod", TF_INT64, SHAPE(2, 3), SHAPE(3)},
+      {"FloorMod", "np.mod", TF_INT16, SCALAR, SHAPE(6)},
+      {"FloorMod", "np.mod", TF_FLOAT64, SHAPE(3, 4), SHAPE(4)},
+      {"FloorMod", "np.mod", TF_FLOAT32, SHAPE(4, 1), SHAPE(1, 5)},
+      {"Mod", "np.fmod", TF_INT32, SHAPE(2, 3), SHAPE(2, 1)},
+      {"Mod", "np.fmod", TF_FLOAT64, SHAPE(3, 4), SHAPE(4)},
+      {"TruncateMod", "np.fmod", TF_INT64, SHAPE(6), SHAPE(6)},
+      {"TruncateMod", "np.fmod", TF_FLOAT32, SHAPE(2, 1, 3), SHAPE(3, 1)},
       {"Pow", "np.power", TF_FLOAT64, SHAPE(2, 1, 3, 1, 2, 3),
        SHAPE(4, 3, 1, 1, 3)},
       {"Maximum", "np.maximum", TF_INT32, SHAPE(5), SCALAR},
@@ -362,8 +404,14 @@ START_TEST(test_numpy) {
   };
   enum { N = sizeof(c) / sizeof(c[0]) };
   tf_tensor *in[2 * N], *ref[N] = {NULL};
-  char script[2048];
-  size_t len = 0;
+  char script[4096];
+  /* TF's FloorDiv on floats is floor(x / y) (np.floor_divide differs);
+   * TruncateDiv rounds the quotient toward zero. Integer quotients of
+   * these small operands are exact in float64. */
+  size_t len = (size_t)snprintf(
+      script, sizeof(script),
+      "fdiv = lambda a, b: np.floor(np.divide(a, b)).astype(a.dtype)\n"
+      "tdiv = lambda a, b: np.trunc(np.divide(a, b)).astype(a.dtype)\n");
   for (int i = 0; i < N; i++) {
     pair p = {c[i].a, c[i].b};
     make_inputs(c[i].op, c[i].dt, &p, &in[2 * i], &in[2 * i + 1]);
@@ -399,28 +447,47 @@ static void check_hand(const char *op, tf_dtype dt, int n, const double *x,
   tt_free(in, 2);
 }
 
-/* Floor semantics: quotient rounded down, remainder with the divisor's
- * sign; Div truncates. */
-START_TEST(test_floordiv_mod_negative) {
+/* Flooring (FloorDiv, FloorMod: the divisor's sign, as Python) against
+ * truncating (Div and TruncateDiv on integers, Mod and TruncateMod: the
+ * dividend's sign, as C) on every sign combination. */
+START_TEST(test_floor_and_trunc_negative) {
   const double x[] = {7, -7, 7, -7, 0, 1, -1, 6, -6};
   const double y[] = {2, 2, -2, -2, 3, -3, 3, -3, 4};
   const double fdiv[] = {3, -4, -4, 3, 0, -1, -1, -2, -2};
-  const double mod[] = {1, 1, -1, -1, 0, -2, 2, 0, 2};
+  const double fmod_[] = {1, 1, -1, -1, 0, -2, 2, 0, 2};
   const double tdiv[] = {3, -3, -3, 3, 0, 0, 0, -2, -1};
+  const double tmod[] = {1, -1, 1, -1, 0, 1, -1, 0, -2};
   tf_dtype dts[] = {TF_INT8, TF_INT16, TF_INT32, TF_INT64};
   for (int d = 0; d < N_ELEMS(dts); d++) {
     check_hand("FloorDiv", dts[d], 9, x, y, fdiv);
-    check_hand("Mod", dts[d], 9, x, y, mod);
+    check_hand("FloorMod", dts[d], 9, x, y, fmod_);
     check_hand("Div", dts[d], 9, x, y, tdiv);
+    check_hand("TruncateDiv", dts[d], 9, x, y, tdiv);
+    if (dts[d] == TF_INT32 || dts[d] == TF_INT64) {
+      check_hand("Mod", dts[d], 9, x, y, tmod);
+      check_hand("TruncateMod", dts[d], 9, x, y, tmod);
+    }
   }
-  const double fx[] = {-7.5, 7.5, 7.5, -7.5, 5.0};
-  const double fy[] = {2, -2, 2, -2, 2.5};
-  const double ffdiv[] = {-4, -4, 3, 3, 2};
-  const double fmod_[] = {0.5, -0.5, 1.5, -1.5, 0};
-  check_hand("FloorDiv", TF_FLOAT32, 5, fx, fy, ffdiv);
-  check_hand("Mod", TF_FLOAT32, 5, fx, fy, fmod_);
-  check_hand("FloorDiv", TF_FLOAT64, 5, fx, fy, ffdiv);
-  check_hand("Mod", TF_FLOAT64, 5, fx, fy, fmod_);
+  const double fx[] = {-7.5, 7.5, 7.5, -7.5, 5.0, -0.5};
+  const double fy[] = {2, -2, 2, -2, 2.5, 3};
+  const double ffdiv[] = {-4, -4, 3, 3, 2, -1};
+  const double ffmod[] = {0.5, -0.5, 1.5, -1.5, 0, 2.5};
+  const double ftdiv[] = {-3, -3, 3, 3, 2, 0};
+  const double ftmod[] = {-1.5, 1.5, 1.5, -1.5, 0, -0.5};
+  for (int d = 0; d < 2; d++) {
+    tf_dtype dt = d ? TF_FLOAT64 : TF_FLOAT32;
+    check_hand("FloorDiv", dt, 6, fx, fy, ffdiv);
+    check_hand("FloorMod", dt, 6, fx, fy, ffmod);
+    check_hand("TruncateDiv", dt, 6, fx, fy, ftdiv);
+    check_hand("Mod", dt, 6, fx, fy, ftmod);
+    check_hand("TruncateMod", dt, 6, fx, fy, ftmod);
+  }
+  /* Unsigned: flooring and truncating agree. */
+  const double ux[] = {7, 200, 0, 65535}, uy[] = {2, 7, 3, 256};
+  const double uq[] = {3, 28, 0, 255}, ur[] = {1, 4, 0, 255};
+  check_hand("FloorDiv", TF_UINT16, 4, ux, uy, uq);
+  check_hand("TruncateDiv", TF_UINT16, 4, ux, uy, uq);
+  check_hand("FloorMod", TF_UINT16, 4, ux, uy, ur);
 }
 END_TEST
 
@@ -429,34 +496,51 @@ START_TEST(test_int_min_by_minus_one) {
   int64_t x32[] = {INT32_MIN, INT32_MIN}, y32[] = {-1, 1};
   tf_shape s = SHAPE(2);
   tf_tensor *in[2] = {tt_tensor_i(TF_INT32, s, x32), tt_tensor_i(TF_INT32, s, y32)};
-  const char *ops[] = {"Div", "FloorDiv", "Mod"};
-  int64_t want[3][2] = {{INT32_MIN, INT32_MIN}, {INT32_MIN, INT32_MIN}, {0, 0}};
-  for (int o = 0; o < 3; o++) {
+  const char *ops[] = {"Div", "FloorDiv", "TruncateDiv", "FloorMod", "Mod",
+                       "TruncateMod"};
+  for (int o = 0; o < N_ELEMS(ops); o++) {
+    int64_t want[2] = {INT32_MIN, INT32_MIN};
+    if (strstr(ops[o], "Mod")) {
+      want[0] = want[1] = 0;
+    }
     tf_tensor *got = tt_run1(ops[o], in, 2, NULL, 0);
-    tf_tensor *w = tt_tensor_i(TF_INT32, s, want[o]);
+    tf_tensor *w = tt_tensor_i(TF_INT32, s, want);
     tt_assert_close(got, w, 0, 0);
     tt_free((tf_tensor *[]){got, w}, 2);
   }
   tt_free(in, 2);
-  int64_t x64[] = {INT64_MIN}, y64[] = {-1}, w64[] = {INT64_MIN};
+  int64_t x64[] = {INT64_MIN}, y64[] = {-1};
   tf_tensor *in64[2] = {tt_tensor_i(TF_INT64, SHAPE(1), x64),
                         tt_tensor_i(TF_INT64, SHAPE(1), y64)};
-  tf_tensor *got = tt_run1("FloorDiv", in64, 2, NULL, 0);
-  ck_assert_int_eq(((int64_t *)got->data)[0], w64[0]);
-  tf_tensor_unref(got);
+  for (int o = 0; o < N_ELEMS(ops); o++) {
+    tf_tensor *got = tt_run1(ops[o], in64, 2, NULL, 0);
+    int64_t want = strstr(ops[o], "Mod") ? 0 : INT64_MIN;
+    ck_assert_msg(((int64_t *)got->data)[0] == want, "%s", ops[o]);
+    tf_tensor_unref(got);
+  }
   tt_free(in64, 2);
 }
 END_TEST
 
+/* Each integer division or remainder by zero is an error naming the op
+ * and node; over the dtypes each op has kernels for. */
 START_TEST(test_int_division_by_zero) {
-  const char *ops[] = {"Div", "FloorDiv", "Mod"};
-  tf_dtype dts[] = {TF_INT32, TF_INT64, TF_UINT8, TF_INT8};
+  const char *ops[] = {"Div", "FloorDiv", "TruncateDiv", "FloorMod", "Mod",
+                       "TruncateMod"};
+  tf_dtype dts[] = {TF_INT32, TF_INT64, TF_UINT8, TF_INT8, TF_UINT64};
   for (int d = 0; d < N_ELEMS(dts); d++) {
-    for (int o = 0; o < 3; o++) {
+    for (int o = 0; o < N_ELEMS(ops); o++) {
+      bool narrow = dts[d] != TF_INT32 && dts[d] != TF_INT64;
+      bool trunc_mod = !strcmp(ops[o], "Mod") || !strcmp(ops[o], "TruncateMod");
+      if (narrow && trunc_mod) {
+        continue; /* Mod and TruncateMod: int32 and int64 only */
+      }
       tf_tensor *in[2] = {tt_tensor(dts[d], SHAPE(2, 2), (double[]){1, 2, 3, 4}),
                           tt_tensor(dts[d], SHAPE(2), (double[]){1, 0})};
       const char *msg = tt_run_fail(ops[o], in, 2, NULL, 0, TF_INVALID_ARGUMENT);
-      ck_assert_msg(strstr(msg, "Integer division by zero") != NULL, "%s", msg);
+      ck_assert_msg(strstr(msg, "Integer division by zero") != NULL &&
+                        strstr(msg, ops[o]) != NULL,
+                    "%s", msg);
       tt_free(in, 2);
     }
   }
@@ -466,16 +550,37 @@ START_TEST(test_int_division_by_zero) {
   tf_tensor *got = tt_run1("Div", in, 2, NULL, 0);
   tt_assert_shape(got, 1, (int64_t)0);
   tf_tensor_unref(got);
+  got = tt_run1("FloorMod", in, 2, NULL, 0);
+  tt_assert_shape(got, 1, (int64_t)0);
+  tf_tensor_unref(got);
   tt_free(in, 2);
-  /* Floats follow IEEE: inf, and NaN for the remainder. */
+}
+END_TEST
+
+/* Floats follow IEEE, as TF: quotients by zero are +-inf (NaN for 0 / 0),
+ * remainders by zero NaN. */
+START_TEST(test_float_division_by_zero) {
+  const double x[] = {1, -1, 0}, y[] = {0, 0, 0};
+  const double inf = INFINITY, nan = NAN;
+  const double q[] = {inf, -inf, nan}, r[] = {nan, nan, nan};
+  for (int d = 0; d < 2; d++) {
+    tf_dtype dt = d ? TF_FLOAT64 : TF_FLOAT32;
+    check_hand("Div", dt, 3, x, y, q);
+    check_hand("FloorDiv", dt, 3, x, y, q);
+    check_hand("TruncateDiv", dt, 3, x, y, q);
+    check_hand("FloorMod", dt, 3, x, y, r);
+    check_hand("Mod", dt, 3, x, y, r);
+    check_hand("TruncateMod", dt, 3, x, y, r);
+  }
+  /* A broadcast zero divisor. */
   tf_tensor *f[2] = {tt_tensor(TF_FLOAT32, SHAPE(2), (double[]){1, -1}),
                      tt_tensor(TF_FLOAT32, SCALAR, (double[]){0})};
-  got = tt_run1("Div", f, 2, NULL, 0);
+  tf_tensor *got = tt_run1("FloorDiv", f, 2, NULL, 0);
   ck_assert(isinf(((float *)got->data)[0]) && ((float *)got->data)[0] > 0);
   ck_assert(isinf(((float *)got->data)[1]) && ((float *)got->data)[1] < 0);
   tf_tensor_unref(got);
-  got = tt_run1("Mod", f, 2, NULL, 0);
-  ck_assert(isnan(((float *)got->data)[0]));
+  got = tt_run1("TruncateMod", f, 2, NULL, 0);
+  ck_assert(isnan(((float *)got->data)[0]) && isnan(((float *)got->data)[1]));
   tf_tensor_unref(got);
   tt_free(f, 2);
 }
@@ -675,9 +780,11 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_compare);
   tcase_add_test(tc, test_large_parallel);
   tcase_add_test(tc, test_numpy);
-  tcase_add_test(tc, test_floordiv_mod_negative);
+  tcase_add_test(tc, test_trunc_mod);
+  tcase_add_test(tc, test_floor_and_trunc_negative);
   tcase_add_test(tc, test_int_min_by_minus_one);
   tcase_add_test(tc, test_int_division_by_zero);
+  tcase_add_test(tc, test_float_division_by_zero);
   tcase_add_test(tc, test_pow_values);
   tcase_add_test(tc, test_int_wraparound);
   tcase_add_test(tc, test_nan);
