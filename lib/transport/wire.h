@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/core/serialize/msgpack_map.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
 
@@ -67,7 +68,8 @@ typedef struct tf_wire_writer tf_wire_writer;
 /* A writer for one message with header h (copied). */
 tf_wire_writer *tf_wire_writer_new(const tf_wire_header *h);
 /* The packer for the body: pack exactly one msgpack object (usually a
- * map). Nothing packed: the body is nil. */
+ * map, packed with tf__mp_map so its entry count is checked; included
+ * here for that). Nothing packed: the body is nil. */
 msgpack_packer *tf_wire_body(tf_wire_writer *w);
 /* Packs a descriptor of t into the body at the packer's current position
  * and queues t's bytes as a payload (a reference is held until finish). */
