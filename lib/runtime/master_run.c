@@ -207,7 +207,10 @@ static tf_code collect(tf_master *m, ms_prepared *p, ms_step *s,
                              "value: it is on an untaken branch of a cond (a "
                              "dead tensor)", p->fetches[f]);
       }
-      TF_TRY(tf_wire_unpack_tensor(r, &rets->ptr[k], &fetched[f], st));
+      if (tf_wire_unpack_tensor(r, &rets->ptr[k], &fetched[f], st) != TF_OK) {
+        return tf_status_prefix(st, "RunGraph reply from %s: fetch '%s'",
+                                s->prefixes[i], p->fetches[f]);
+      }
     }
     const msgpack_object *tm = tf_wire_get(&r->body, "timings");
     for (uint32_t k = 0; tm && tm->type == MSGPACK_OBJECT_ARRAY && k < tm->via.array.size; k++) {

@@ -104,7 +104,8 @@ static void pack_names(msgpack_packer *pk, tf__mp_map *body, const char *key,
   for (int i = 0; i < n; i++) tf_wire_pack_str(pk, names[i]);
 }
 
-static tf_code unpack_fetches(const tf_wire_msg *reply, tf_tensor **out, int n,
+static tf_code unpack_fetches(const tf_wire_msg *reply,
+                              const char *const *names, tf_tensor **out, int n,
                               tf_status *st) {
   const msgpack_object_array *a = tf_wire_get_array(&reply->body, "fetches",
                                                     "RunStep reply", st);
@@ -119,7 +120,7 @@ static tf_code unpack_fetches(const tf_wire_msg *reply, tf_tensor **out, int n,
         tf_tensor_unref(out[k]);
         out[k] = NULL;
       }
-      return tf_status_prefix(st, "RunStep reply: fetch %d", i);
+      return tf_status_prefix(st, "RunStep reply: fetch '%s'", names[i]);
     }
   }
   return TF_OK;
@@ -156,7 +157,7 @@ static tf_code r_run(void *impl, const tf_run_options *opts,
   int64_t rpc_ms = timeout > 0 ? timeout + RPC_GRACE_MS : NO_DEADLINE_RPC_MS;
   tf_wire_msg *reply = call(r, wr, rpc_ms, st);
   if (reply == NULL) return st->code;
-  tf_code rc = unpack_fetches(reply, fetch_values, n_fetches, st);
+  tf_code rc = unpack_fetches(reply, fetch_names, fetch_values, n_fetches, st);
   tf_wire_msg_free(reply);
   if (meta != NULL) memset(meta, 0, sizeof *meta);
   return rc;

@@ -180,12 +180,13 @@ nng_msg *tf__wk_tensor_push(tf_worker *w, const tf_wire_msg *req, tf_status *st)
     const msgpack_object *d = tf_wire_get(&req->body, "tensor");
     tf_code rc = TF_OK;
     if (!dead) {
-      rc = d == NULL ? tf_status_set(st, TF_INVALID_ARGUMENT, "TensorPush: "
+      rc = d == NULL ? tf_status_set(st, TF_INVALID_ARGUMENT,
                                      "field 'tensor' missing")
                      : tf_wire_unpack_tensor(req, d, &t, st);
     }
-    if (rc == TF_OK &&
-        tf_rdv_mgr_deliver(w->rdv, req->h.step_id, key, t, dead, st) == TF_OK) {
+    if (rc != TF_OK) {
+      tf_status_prefix(st, "TensorPush '%s'", key);
+    } else if (tf_rdv_mgr_deliver(w->rdv, req->h.step_id, key, t, dead, st) == TF_OK) {
       reply = tf__wk_empty_reply(req, st);
     }
   }

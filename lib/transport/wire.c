@@ -563,6 +563,11 @@ static tf_code desc_check(const tf_wire_msg *r, const msgpack_object *desc,
                          (unsigned long long)off, (unsigned long long)len,
                          area);
   }
+  if (off % WIRE_ALIGN != 0) { /* tf_wire_pack_tensor aligns every payload */
+    return tf_status_set(st, TF_INVALID_ARGUMENT,
+                         "tensor: payload 'off' %llu is not a multiple of %d",
+                         (unsigned long long)off, WIRE_ALIGN);
+  }
   *src = (const uint8_t *)nng_msg_body(r->msg) + r->payload_start + off;
   *nbytes = (size_t)len;
   return TF_OK;

@@ -5,13 +5,14 @@
  *   tensor payloads
  * The header carries version, method, request id, session and step ids,
  * the deadline (milliseconds left when sent; 0: none), a reserved
- * authentication field (nil until the auth issue) and, in replies, the
- * status code and message. The body is method-specific msgpack. Tensors
- * are packed into the body as descriptors {dt, shape, off, len} whose bytes
- * follow the msgpack part, each at a 64-byte aligned offset: they are
- * copied once into the message and never encoded element by element
- * (string tensors, whose bytes are not flat, are packed in msgpack form).
- * There is no size limit short of memory. */
+ * authentication field (always nil: authentication is not supported) and,
+ * in replies, the status code and message. The body is method-specific
+ * msgpack (maps packed with tf__mp_map, so their entry counts are checked).
+ * Tensors are packed into the body as descriptors {dt, shape, off, len}
+ * whose bytes follow the msgpack part, each at a 64-byte aligned offset:
+ * they are copied once into the message and never encoded element by
+ * element (string tensors, whose bytes are not flat, are packed in msgpack
+ * form). There is no size limit short of memory. */
 #ifndef TF_TRANSPORT_WIRE_H
 #define TF_TRANSPORT_WIRE_H
 
@@ -105,8 +106,10 @@ void tf_wire_msg_free(tf_wire_msg *r);
  * ids echoed). */
 tf_wire_writer *tf_wire_reply_writer(const tf_wire_msg *req);
 /* Makes a tensor from a descriptor packed by tf_wire_pack_tensor, checking
- * dtype, shape, and that [off, off+len) lies in the payload area and
- * matches dtype x shape. INVALID_ARGUMENT naming the field otherwise.
+ * dtype, shape, that [off, off+len) lies in the payload area and matches
+ * dtype x shape, and that off is a multiple of 64 (the writer aligns
+ * every payload). INVALID_ARGUMENT naming the field otherwise ("tensor:
+ * ..."; callers prefix which tensor).
  * Payloads of 64 KiB or more are not copied: the tensor aliases the
  * message (tf_tensor_wrap), which then lives until the tensor dies. */
 tf_code tf_wire_unpack_tensor(const tf_wire_msg *r, const msgpack_object *desc,

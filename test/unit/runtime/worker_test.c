@@ -2,8 +2,9 @@
  * requests (lib/transport/rpc.h, wire.h): GetStatus fields, RegisterGraph
  * and RunGraph with args and rets, malformed registrations, unknown and
  * deregistered handles, AbortStep of a step blocked in a _Recv, pushes
- * after cleanup and to the wrong task, a push that arrives before its
- * step starts, draining, and the TTL sweep of orphaned step tables. */
+ * after cleanup and to the wrong task, a push whose payload offset is not
+ * 64-byte aligned, a push that arrives before its step starts, draining,
+ * and the TTL sweep of orphaned step tables. */
 #include "lib/core/framework/rendezvous.h"
 #include "test/unit/runtime/rt_testlib2.h"
 
@@ -403,6 +404,60 @@ START_TEST(push_refused) {
 }
 END_TEST
 
+/* A TensorPush whose descriptor puts the payload at offset 3 of the
+ * payload area (inside it, but not 64-byte aligned as every sender
+ * writes): INVALID_ARGUMENT naming the key and the offset, nothing
+ * delivered. A 64-byte "pad" tensor gives the message a payload area. */
+START_TEST(push_misaligned_payload_refused) {
+  wk_fixture f;
+  fx_start(&f, 5000);
+  tf_status st;
+  char *key = tf_rdv_key_make(PS_DEV, 7, tf_worker_device_name(f.w), "x", 0, 0);
+  tf_tensor *pad = tf_tensor_vec_f32(16, (float[16]){0});
+  for (int k = 0; k < 2; k++) {
+    uint64_t off = k == 0 ? 3 : 0;
+    tf_wire_writer *w = rt2_req(TF_M_TENSOR_PUSH, 0, 94, 5000);
+    msgpack_packer *pk = tf_wire_body(w);
+    tf__mp_map body, desc;
+    tf__mp_map_begin(&body, pk, 4);
+    tf__mp_map_key(&body, "pad");
+    tf_wire_pack_tensor(w, pad);
+    tf__mp_map_key(&body, "key");
+    tf_wire_pack_str(pk, key);
+    tf__mp_map_key(&body, "dead");
+    msgpack_pack_false(pk);
+    tf__mp_map_key(&body, "tensor");
+    tf__mp_map_begin(&desc, pk, 4);
+    tf__mp_map_key(&desc, "dt");
+    msgpack_pack_int(pk, TF_UINT8);
+    tf__mp_map_key(&desc, "shape");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_int(pk, 4);
+    tf__mp_map_key(&desc, "off");
+    msgpack_pack_uint64(pk, off);
+    tf__mp_map_key(&desc, "len");
+    msgpack_pack_uint64(pk, 4);
+    tf__mp_map_end(&desc);
+    tf__mp_map_end(&body);
+    tf_code rc = rt2_call(f.c, w, NULL, &st);
+    if (k == 0) {
+      ck_assert_int_eq(rc, TF_INVALID_ARGUMENT);
+      ck_assert_msg(strstr(st.msg, "payload 'off' 3 is not a multiple of 64") != NULL, "%s",
+                    st.msg);
+      ck_assert_msg(strstr(st.msg, key) != NULL, "%s", st.msg);
+      ck_assert_int_eq(tf_worker_live_step_tables(f.w), 0);
+    } else { /* the same push, aligned, is delivered */
+      ck_assert_msg(rc == TF_OK, "%s", st.msg);
+      ck_assert_int_eq(tf_worker_live_step_tables(f.w), 1);
+    }
+  }
+  ck_assert_int_eq(simple_call(&f, TF_M_CLEANUP_GRAPH, 94, &st), TF_OK);
+  tf_tensor_unref(pad);
+  free(key);
+  fx_stop(&f);
+}
+END_TEST
+
 START_TEST(drain_refuses_run_graph) {
   wk_fixture f;
   fx_start(&f, 5000);
@@ -513,6 +568,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, abort_step_ends_blocked_recv);
   tcase_add_test(tc, push_before_run);
   tcase_add_test(tc, push_refused);
+  tcase_add_test(tc, push_misaligned_payload_refused);
   tcase_add_test(tc, drain_refuses_run_graph);
   tcase_add_test(tc, drain_aborts_blocked_step);
   tcase_add_test(tc, tick_expires_orphan_table);

@@ -392,6 +392,11 @@ START_TEST(test_descriptor_errors) {
                     "tensor: ");
   expect_desc_error(desc_msg(TF_BOOL, 1, eight, 0, 8, 2),
                     "bool element 0 is 0x02");
+  /* Inside the area but not 64-byte aligned, as no writer puts it. */
+  expect_desc_error(desc_msg(TF_UINT8, 1, (int64_t[]){4}, 3, 4, 0),
+                    "tensor: payload 'off' 3 is not a multiple of 64");
+  expect_desc_error(desc_msg(TF_UINT8, 1, (int64_t[]){1}, 7, 1, 0),
+                    "'off' 7 is not a multiple of 64");
   /* Offsets past 4 GiB and off + len wrapping around 2^64. */
   expect_desc_error(desc_msg(TF_UINT8, 1, eight, 5ull << 30, 8, 0),
                     "'off' 5368709120 of 'len' 8 lies outside");
