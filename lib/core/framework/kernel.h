@@ -26,8 +26,8 @@ typedef struct tf_resource tf_resource;
 typedef struct tf_resource_mgr tf_resource_mgr;
 typedef struct tf_cancel tf_cancel;
 
-/* What a step gives its kernels. The executor's caller (a session, later a
- * worker) fills it; kernels only read it, except _Retval, which stores
+/* What a step gives its kernels. The executor's caller (a local session
+ * or a worker's RunGraph) fills it; kernels only read it, except _Retval, which stores
  * retvals[index] (each index is written by one node). */
 typedef struct tf_step_ctx {
   uint64_t step_id;
@@ -37,7 +37,8 @@ typedef struct tf_step_ctx {
   int n_args;
   tf_tensor **retvals;        /* fetched tensors, set by _Retval nodes */
   int n_retvals;
-  void *rendezvous;           /* cross-device tensors (a later issue) */
+  void *rendezvous;           /* tf_rendezvous for _Send/_Recv (workers);
+                                 NULL in a local session */
 } tf_step_ctx;
 
 typedef struct tf_kernel_ctx {
