@@ -232,7 +232,7 @@ static nng_msg *handle(void *arg, const tf_wire_msg *req, tf_status *st) {
 tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
                         tf_worker **out, tf_status *st) {
   *out = NULL;
-  TF_TRY(tf_cluster_spec_check_task(spec, job, task, st));
+  TF_TRY(tf_cluster_spec_check_worker_task(spec, job, task, st));
   char *url = tf_cluster_task_url(spec, job, task);
   tf_worker *w = tf__xcalloc(1, sizeof *w);
   w->spec = spec;

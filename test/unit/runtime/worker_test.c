@@ -135,6 +135,19 @@ static tf_code abort_step(wk_fixture *f, uint64_t step, tf_code code, const char
   return rt2_call(f->c, w, NULL, st);
 }
 
+/* tf_worker_start refuses the master's task (it would bind its address). */
+START_TEST(master_job_refused) {
+  tf_cluster_spec *spec = rt2_spec(1, 3000, 5000);
+  tf_worker *w = (tf_worker *)1;
+  tf_status st;
+  ck_assert_int_eq(tf_worker_start(spec, "master", 0, &w, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_null(w);
+  ck_assert_msg(strstr(st.msg, "job 'master' in t2.yaml is the master's task, not a worker "
+                               "job (worker jobs: ps, worker)") != NULL, "%s", st.msg);
+  tf_cluster_spec_free(spec);
+}
+END_TEST
+
 START_TEST(get_status_fields) {
   wk_fixture f;
   fx_start(&f, 5000);
@@ -626,6 +639,7 @@ Suite *tt_suite(void) {
   Suite *s = suite_create("worker");
   TCase *tc = tcase_create("service");
   tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, master_job_refused);
   tcase_add_test(tc, get_status_fields);
   tcase_add_test(tc, register_run_deregister);
   tcase_add_test(tc, unknown_handle_aborted);
