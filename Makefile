@@ -106,9 +106,9 @@ info:
 	@echo "  ✓ CPU device: OpenBLAS GEMM, intra-op thread pool"
 	@if [ -n "$(HAVE_DNNL)" ]; then echo "  ✓ oneDNN: float32 convolutions (TF_DISABLE_DNNL=1 falls back to im2col + OpenBLAS)"; \
 	 else echo "  ✗ oneDNN: libdnnl-dev not installed (convolutions use im2col + OpenBLAS)"; fi
-	@if [ -n "$(NVCC)" ]; then echo "  ✗ CUDA device: nvcc found at $(NVCC), but lib/devices/cuda has no sources yet (GPU issue)"; \
+	@if [ -n "$(NVCC)" ]; then echo "  ✗ CUDA device: nvcc found at $(NVCC), but CUDA devices are not supported (CPU only)"; \
 	 else echo "  ✗ CUDA device: nvcc not found"; fi
-	@if [ -n "$(HAVE_VERBS)" ]; then echo "  ✗ RDMA verbs: libibverbs found, transport not built yet (cluster issues)"; \
+	@if [ -n "$(HAVE_VERBS)" ]; then echo "  ✗ RDMA verbs: libibverbs found, but the RDMA transport is not supported (tcp, ipc, inproc)"; \
 	 else echo "  ✗ RDMA verbs: libibverbs-dev not installed"; fi
 	@$(if $(SANITIZE),echo "  sanitizers: $(SANITIZE)",true)
 

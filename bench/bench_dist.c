@@ -1,6 +1,5 @@
 /* bench_dist.c: the cluster runtime's costs on loopback against the raw
- * transports they are built on, all in one run (issue 5's `make
- * bench-dist`).
+ * transports they are built on, all in one run (`make bench-dist`).
  *
  * 1. rpc_rtt_us: a raw NNG req/rep round trip of an 8-byte message over
  *    tcp://127.0.0.1 (a rep thread in this process, nng_sendmsg and

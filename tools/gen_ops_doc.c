@@ -92,7 +92,7 @@ int main(void) {
          "defaults, the dtypes with a CPU kernel (\"any\" means one kernel "
          "dispatching on every supported dtype; see the op's kernel file), and "
          "whether the op has a registered gradient function (\"yes\"; \"n/a\" "
-         "for ops that are not differentiable; \"not yet\" otherwise).\n\n"
+         "for ops that are not differentiable; \"no\": a gradient is not supported).\n\n"
          "%d ops.\n", n);
   const char *families[64];
   int n_fam = 0;
@@ -119,7 +119,7 @@ int main(void) {
       print_dtypes(op->name);
       printf(" | %s | ", tf_grad_lookup(op->name)                ? "yes"
                          : (op->flags & TF_OP_NOT_DIFFERENTIABLE) ? "n/a"
-                                                                  : "not yet");
+                                                                  : "no");
       print_cell(op->doc);
       printf(" |\n");
     }

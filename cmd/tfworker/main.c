@@ -3,10 +3,12 @@
  * Serves the worker service (lib/runtime/worker.h) on the task's address
  * from the spec, tells the service manager READY=1 once serving, and on
  * SIGTERM/SIGINT drains running steps (up to timeouts.drain_ms) and exits
- * 0. Exit 1: bad config, unknown task or address not bindable; 2: usage. */
+ * 0. Exit 1: bad config, unknown task, job "master" (tfmaster serves it)
+ * or address not bindable; 2: usage. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd/common/daemon.h"
 #include "lib/runtime/worker.h"
@@ -40,9 +42,12 @@ int main(int argc, char **argv) {
   tf_status st;
   tf_status_init(&st);
   tf_worker *w = NULL;
-  if (tf_cluster_spec_check_task(spec, a.job, a.task, &st) != TF_OK ||
+  if (tf_cluster_spec_check_worker_task(spec, a.job, a.task, &st) != TF_OK ||
       tf_worker_start(spec, a.job, a.task, &w, &st) != TF_OK) {
-    tf_log(LOG_ERR, "cannot start: %s", st.msg);
+    bool is_master = strcmp(a.job, "master") == 0;
+    tf_log(LOG_ERR, "cannot start: %s%s%s%s", st.msg,
+           is_master ? "; tfmaster --config " : "", is_master ? a.config : "",
+           is_master ? " serves it" : "");
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }

@@ -5,7 +5,7 @@ Trains the same model as our example (mlp or cnn) with the same
 hyperparameters (Adam lr 1e-3, eps 1e-7; batch 128 for the MLP and 64 for
 the CNN; the same number of epochs; a fresh shuffle each epoch) on the same
 Fashion-MNIST files and prints `test_accuracy: X` last, so the two can be
-compared (the issue asks for agreement within 1 point).
+compared (they should agree within 1 point).
 
   /usr/bin/python3 examples/fashion_mnist/torch_ref.py mlp 10
   /usr/bin/python3 examples/fashion_mnist/torch_ref.py cnn 5"""

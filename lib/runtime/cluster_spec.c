@@ -291,6 +291,20 @@ static tf_code parse_timeouts(ctx *c, const yaml_node_t *v) {
                     dst[k]));
     }
   }
+  /* The master marks a task down after down_after_ms without an answer
+   * and checks every heartbeat_ms: a period that long would mark healthy
+   * tasks down between two checks. The defaults (500 < 3000) are fine, so
+   * one of the two was written. */
+  if (s->heartbeat_ms >= s->down_after_ms) {
+    bool hb = f[3] != NULL;
+    return err(c, hb ? f[3] : f[4], hb ? "timeouts.heartbeat_ms"
+                                      : "timeouts.down_after_ms",
+               "heartbeat_ms (%lld%s) must be less than down_after_ms "
+               "(%lld%s): a task would be marked down between two "
+               "heartbeats", (long long)s->heartbeat_ms,
+               hb ? "" : ", the default", (long long)s->down_after_ms,
+               f[4] != NULL ? "" : ", the default");
+  }
   return TF_OK;
 }
 
@@ -557,16 +571,25 @@ char *tf_cluster_task_url(const tf_cluster_spec *s, const char *job,
   return tf__xasprintf("%s://%s", s->transport, j->addrs[task]);
 }
 
+/* The spec's job names, comma-separated, master included or not. */
+static void job_list(const tf_cluster_spec *s, bool with_master, char *buf,
+                     size_t n) {
+  buf[0] = '\0';
+  for (int i = 0; i < s->n_jobs; i++) {
+    if (!with_master && strcmp(s->jobs[i].name, "master") == 0) {
+      continue;
+    }
+    size_t l = strlen(buf);
+    snprintf(buf + l, n - l, "%s%s", l ? ", " : "", s->jobs[i].name);
+  }
+}
+
 tf_code tf_cluster_spec_check_task(const tf_cluster_spec *s, const char *job,
                                    int task, tf_status *st) {
   const tf_cluster_job *j = tf_cluster_spec_job(s, job);
   if (j == NULL) {
-    char list[512] = "";
-    for (int i = 0; i < s->n_jobs; i++) {
-      size_t l = strlen(list);
-      snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "",
-               s->jobs[i].name);
-    }
+    char list[512];
+    job_list(s, true, list, sizeof list);
     return tf_status_set(st, TF_NOT_FOUND, "no job '%.80s' in %s (jobs: %s)",
                          job ? job : "(null)", s->path, list);
   }
@@ -581,4 +604,18 @@ tf_code tf_cluster_spec_check_task(const tf_cluster_spec *s, const char *job,
                          j->n_tasks == 1 ? "" : "s", range);
   }
   return TF_OK;
+}
+
+tf_code tf_cluster_spec_check_worker_task(const tf_cluster_spec *s,
+                                          const char *job, int task,
+                                          tf_status *st) {
+  if (job != NULL && strcmp(job, "master") == 0) {
+    char list[512];
+    job_list(s, false, list, sizeof list);
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "job 'master' in %s is the "
+                         "master's task, not a worker job (%s%s)", s->path,
+                         list[0] ? "worker jobs: " : "the spec has no worker "
+                         "jobs", list);
+  }
+  return tf_cluster_spec_check_task(s, job, task, st);
 }

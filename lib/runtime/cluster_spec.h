@@ -12,6 +12,7 @@
  *     step_ms: 0                   # default RunStep deadline (0: none)
  *     heartbeat_ms: 500            # master -> task health checks
  *     down_after_ms: 3000          # no answer for this long: task down
+ *                                  # (must exceed heartbeat_ms)
  *     step_ttl_ms: 60000           # workers expire orphaned step state
  *     drain_ms: 10000              # SIGTERM: wait this long for steps
  *   threads: {inter_op: 0, rpc: 16}  # 0: number of CPUs
@@ -69,5 +70,12 @@ char *tf_cluster_task_url(const tf_cluster_spec *s, const char *job, int task);
  * tasks: 0..1)" or "no job 'x' in ... (jobs: master, ps, worker)". */
 tf_code tf_cluster_spec_check_task(const tf_cluster_spec *s, const char *job,
                                    int task, tf_status *st);
+/* As tf_cluster_spec_check_task for a task a worker would serve: job
+ * "master" is INVALID_ARGUMENT "job 'master' in conf/x.yaml is the
+ * master's task, not a worker job (worker jobs: ps, worker)" (the master
+ * service serves it, on its address). */
+tf_code tf_cluster_spec_check_worker_task(const tf_cluster_spec *s,
+                                          const char *job, int task,
+                                          tf_status *st);
 
 #endif

@@ -201,28 +201,63 @@ static nng_msg *list_devices(tf_master *m, const tf_wire_msg *req, tf_status *st
   pthread_mutex_lock(&m->mu);
   int n = 0;
   for (int i = 0; i < m->n_tasks; i++) n += m->tasks[i].up;
-  msgpack_pack_map(pk, 1);
-  tf_wire_pack_str(pk, "devices");
+  tf__mp_map top;
+  tf__mp_map_begin(&top, pk, 1);
+  tf__mp_map_key(&top, "devices");
   msgpack_pack_array(pk, (size_t)n);
   for (int i = 0; i < m->n_tasks; i++) {
     ms_task *t = &m->tasks[i];
     if (!t->up) continue;
-    msgpack_pack_map(pk, 5);
-    tf_wire_pack_str(pk, "name");
+    tf__mp_map d;
+    tf__mp_map_begin(&d, pk, 5);
+    tf__mp_map_key(&d, "name");
     tf_wire_pack_str(pk, t->device);
-    tf_wire_pack_str(pk, "type");
+    tf__mp_map_key(&d, "type");
     tf_wire_pack_str(pk, "CPU");
-    tf_wire_pack_str(pk, "incarnation");
+    tf__mp_map_key(&d, "incarnation");
     msgpack_pack_uint64(pk, t->incarnation);
-    tf_wire_pack_str(pk, "task");
+    tf__mp_map_key(&d, "task");
     tf_wire_pack_str(pk, t->prefix);
-    tf_wire_pack_str(pk, "url");
+    tf__mp_map_key(&d, "url");
     tf_wire_pack_str(pk, t->url);
+    tf__mp_map_end(&d);
   }
+  tf__mp_map_end(&top);
   pthread_mutex_unlock(&m->mu);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
+}
+
+/* One ClusterStatus entry; device NULL: none (the task never answered). */
+static void pack_task_status(msgpack_packer *pk, const char *job, int task,
+                             const char *url, bool up, uint64_t incarnation,
+                             const char *device, int64_t last_ok_ms,
+                             const char *error) {
+  tf__mp_map e;
+  tf__mp_map_begin(&e, pk, 8);
+  tf__mp_map_key(&e, "job");
+  tf_wire_pack_str(pk, job);
+  tf__mp_map_key(&e, "task");
+  msgpack_pack_int(pk, task);
+  tf__mp_map_key(&e, "url");
+  tf_wire_pack_str(pk, url);
+  tf__mp_map_key(&e, "up");
+  if (up) {
+    msgpack_pack_true(pk);
+  } else {
+    msgpack_pack_false(pk);
+  }
+  tf__mp_map_key(&e, "incarnation");
+  msgpack_pack_uint64(pk, incarnation);
+  tf__mp_map_key(&e, "devices");
+  msgpack_pack_array(pk, device != NULL ? 1 : 0);
+  if (device != NULL) tf_wire_pack_str(pk, device);
+  tf__mp_map_key(&e, "last_ok_ms");
+  msgpack_pack_int64(pk, last_ok_ms);
+  tf__mp_map_key(&e, "error");
+  tf_wire_pack_str(pk, error);
+  tf__mp_map_end(&e);
 }
 
 static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *st) {
@@ -230,52 +265,20 @@ static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *
   msgpack_packer *pk = tf_wire_body(wr);
   int64_t now = tf__now_ns();
   pthread_mutex_lock(&m->mu);
-  msgpack_pack_map(pk, 1);
-  tf_wire_pack_str(pk, "tasks");
+  tf__mp_map top;
+  tf__mp_map_begin(&top, pk, 1);
+  tf__mp_map_key(&top, "tasks");
   msgpack_pack_array(pk, (size_t)m->n_tasks + 1);
   /* The master itself first: it answers, so it is up. */
-  msgpack_pack_map(pk, 8);
-  tf_wire_pack_str(pk, "job");
-  tf_wire_pack_str(pk, "master");
-  tf_wire_pack_str(pk, "task");
-  msgpack_pack_int(pk, 0);
-  tf_wire_pack_str(pk, "url");
-  tf_wire_pack_str(pk, m->url);
-  tf_wire_pack_str(pk, "up");
-  msgpack_pack_true(pk);
-  tf_wire_pack_str(pk, "incarnation");
-  msgpack_pack_uint64(pk, m->incarnation);
-  tf_wire_pack_str(pk, "devices");
-  msgpack_pack_array(pk, 0);
-  tf_wire_pack_str(pk, "last_ok_ms");
-  msgpack_pack_int64(pk, 0);
-  tf_wire_pack_str(pk, "error");
-  tf_wire_pack_str(pk, "");
+  pack_task_status(pk, "master", 0, m->url, true, m->incarnation, NULL, 0, "");
   for (int i = 0; i < m->n_tasks; i++) {
     ms_task *t = &m->tasks[i];
-    msgpack_pack_map(pk, 8);
-    tf_wire_pack_str(pk, "job");
-    tf_wire_pack_str(pk, t->job);
-    tf_wire_pack_str(pk, "task");
-    msgpack_pack_int(pk, t->task);
-    tf_wire_pack_str(pk, "url");
-    tf_wire_pack_str(pk, t->url);
-    tf_wire_pack_str(pk, "up");
-    if (t->up) {
-      msgpack_pack_true(pk);
-    } else {
-      msgpack_pack_false(pk);
-    }
-    tf_wire_pack_str(pk, "incarnation");
-    msgpack_pack_uint64(pk, t->incarnation);
-    tf_wire_pack_str(pk, "devices");
-    msgpack_pack_array(pk, t->ever_up ? 1 : 0);
-    if (t->ever_up) tf_wire_pack_str(pk, t->device);
-    tf_wire_pack_str(pk, "last_ok_ms");
-    msgpack_pack_int64(pk, t->last_ok_ns ? (now - t->last_ok_ns) / 1000000 : -1);
-    tf_wire_pack_str(pk, "error");
-    tf_wire_pack_str(pk, t->error ? t->error : "");
+    pack_task_status(pk, t->job, t->task, t->url, t->up, t->incarnation,
+                     t->ever_up ? t->device : NULL,
+                     t->last_ok_ns ? (now - t->last_ok_ns) / 1000000 : -1,
+                     t->error ? t->error : "");
   }
+  tf__mp_map_end(&top);
   pthread_mutex_unlock(&m->mu);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
@@ -290,14 +293,16 @@ static nng_msg *reset(tf_master *m, const tf_wire_msg *req, tf_status *st) {
     tf_wire_header h = tf__ms_header(TF_M_WORKER_RESET, 0, 0, m->spec->rpc_timeout_ms);
     tf_wire_writer *wr = tf_wire_writer_new(&h);
     msgpack_packer *pk = tf_wire_body(wr);
-    msgpack_pack_map(pk, 1);
-    tf_wire_pack_str(pk, "containers");
+    tf__mp_map body;
+    tf__mp_map_begin(&body, pk, 1);
+    tf__mp_map_key(&body, "containers");
     msgpack_pack_array(pk, a->size);
     for (uint32_t k = 0; k < a->size; k++) {
       char *c = tf_wire_strdup(&a->ptr[k]);
       tf_wire_pack_str(pk, c ? c : "");
       free(c);
     }
+    tf__mp_map_end(&body);
     nng_msg *msg = NULL;
     tf_wire_msg *reply = NULL;
     if (tf_wire_finish(wr, &msg, st) != TF_OK ||
@@ -318,19 +323,21 @@ static nng_msg *master_status(tf_master *m, const tf_wire_msg *req, tf_status *s
   pthread_mutex_lock(&m->mu);
   int running = m->n_steps;
   pthread_mutex_unlock(&m->mu);
-  msgpack_pack_map(pk, 6);
-  tf_wire_pack_str(pk, "job");
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 6);
+  tf__mp_map_key(&body, "job");
   tf_wire_pack_str(pk, "master");
-  tf_wire_pack_str(pk, "task");
+  tf__mp_map_key(&body, "task");
   msgpack_pack_int(pk, 0);
-  tf_wire_pack_str(pk, "incarnation");
+  tf__mp_map_key(&body, "incarnation");
   msgpack_pack_uint64(pk, m->incarnation);
-  tf_wire_pack_str(pk, "devices");
+  tf__mp_map_key(&body, "devices");
   msgpack_pack_array(pk, 0);
-  tf_wire_pack_str(pk, "sessions");
+  tf__mp_map_key(&body, "sessions");
   msgpack_pack_int(pk, sessions);
-  tf_wire_pack_str(pk, "running_steps");
+  tf__mp_map_key(&body, "running_steps");
   msgpack_pack_int(pk, running);
+  tf__mp_map_end(&body);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;

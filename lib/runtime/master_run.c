@@ -106,11 +106,13 @@ static void finish_on_tasks(tf_master *m, ms_prepared *p, uint64_t step_id,
       tf_wire_writer *wr = tf_wire_writer_new(&h);
       if (pass == 0) {
         msgpack_packer *pk = tf_wire_body(wr);
-        msgpack_pack_map(pk, 2);
-        tf_wire_pack_str(pk, "code");
+        tf__mp_map mm;
+        tf__mp_map_begin(&mm, pk, 2);
+        tf__mp_map_key(&mm, "code");
         msgpack_pack_int(pk, err->code);
-        tf_wire_pack_str(pk, "msg");
+        tf__mp_map_key(&mm, "msg");
         tf_wire_pack_str(pk, err->msg);
+        tf__mp_map_end(&mm);
       }
       nng_msg *msg = NULL;
       tf_status st;
@@ -129,20 +131,22 @@ static nng_msg *run_graph_msg(tf_master *m, ms_session *sess, const ms_part *pt,
   tf_wire_header h = tf__ms_header(TF_M_RUN_GRAPH, sess->handle, step_id, deadline_ms);
   tf_wire_writer *wr = tf_wire_writer_new(&h);
   msgpack_packer *pk = tf_wire_body(wr);
-  msgpack_pack_map(pk, 4);
-  tf_wire_pack_str(pk, "handle");
+  tf__mp_map mm;
+  tf__mp_map_begin(&mm, pk, 4);
+  tf__mp_map_key(&mm, "handle");
   msgpack_pack_uint64(pk, pt->handle);
-  tf_wire_pack_str(pk, "args");
+  tf__mp_map_key(&mm, "args");
   msgpack_pack_array(pk, (size_t)pt->n_args);
   for (int k = 0; k < pt->n_args; k++) tf_wire_pack_tensor(wr, feeds[pt->arg_feed[k]]);
-  tf_wire_pack_str(pk, "n_rets");
+  tf__mp_map_key(&mm, "n_rets");
   msgpack_pack_int(pk, pt->n_rets);
-  tf_wire_pack_str(pk, "trace");
+  tf__mp_map_key(&mm, "trace");
   if (trace) {
     msgpack_pack_true(pk);
   } else {
     msgpack_pack_false(pk);
   }
+  tf__mp_map_end(&mm);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
@@ -203,7 +207,10 @@ static tf_code collect(tf_master *m, ms_prepared *p, ms_step *s,
                              "value: it is on an untaken branch of a cond (a "
                              "dead tensor)", p->fetches[f]);
       }
-      TF_TRY(tf_wire_unpack_tensor(r, &rets->ptr[k], &fetched[f], st));
+      if (tf_wire_unpack_tensor(r, &rets->ptr[k], &fetched[f], st) != TF_OK) {
+        return tf_status_prefix(st, "RunGraph reply from %s: fetch '%s'",
+                                s->prefixes[i], p->fetches[f]);
+      }
     }
     const msgpack_object *tm = tf_wire_get(&r->body, "timings");
     for (uint32_t k = 0; tm && tm->type == MSGPACK_OBJECT_ARRAY && k < tm->via.array.size; k++) {

@@ -112,9 +112,11 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   tf_log(LOG_INFO, "session %s created (%d nodes)", key, tf_graph_num_nodes(s->g));
   tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
-  msgpack_pack_map(pk, 1);
-  tf_wire_pack_str(pk, "session");
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 1);
+  tf__mp_map_key(&body, "session");
   msgpack_pack_uint64(pk, s->handle);
+  tf__mp_map_end(&body);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
@@ -139,9 +141,11 @@ static void deregister_all(tf_master *m, ms_session *s) {
                                        m->spec->rpc_timeout_ms);
       tf_wire_writer *wr = tf_wire_writer_new(&h);
       msgpack_packer *pk = tf_wire_body(wr);
-      msgpack_pack_map(pk, 1);
-      tf_wire_pack_str(pk, "handle");
+      tf__mp_map body;
+      tf__mp_map_begin(&body, pk, 1);
+      tf__mp_map_key(&body, "handle");
       msgpack_pack_uint64(pk, p->parts[k].handle);
+      tf__mp_map_end(&body);
       nng_msg *msg = NULL;
       tf_wire_msg *reply = NULL;
       tf_status st;

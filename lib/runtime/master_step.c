@@ -141,10 +141,12 @@ static tf_code register_part(tf_master *m, ms_session *s, const tf_partition *pt
                                    m->spec->rpc_timeout_ms);
   tf_wire_writer *wr = tf_wire_writer_new(&h);
   msgpack_packer *pk = tf_wire_body(wr);
-  msgpack_pack_map(pk, 1);
-  tf_wire_pack_str(pk, "graph");
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 1);
+  tf__mp_map_key(&body, "graph");
   msgpack_pack_bin(pk, len);
   msgpack_pack_bin_body(pk, buf, len);
+  tf__mp_map_end(&body);
   free(buf);
   nng_msg *msg = NULL;
   tf_wire_msg *reply = NULL;
@@ -293,14 +295,16 @@ static nng_msg *step_reply(const tf_wire_msg *req, const step_req *r,
                            tf_status *st) {
   tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
-  msgpack_pack_map(pk, 1);
-  tf_wire_pack_str(pk, "fetches");
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 1);
+  tf__mp_map_key(&body, "fetches");
   msgpack_pack_array(pk, (size_t)r->n_fetches);
   for (int i = 0; i < r->n_fetches; i++) {
     char *c = canon(r->fetch_names[i]);
     tf_wire_pack_tensor(wr, fetched[find_sorted(p->fetches, p->n_fetches, c)]);
     free(c);
   }
+  tf__mp_map_end(&body);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;

@@ -49,10 +49,12 @@ static tf_code pack_graph(msgpack_packer *pk, const tf_graph *g, int from,
   void *buf = NULL;
   size_t len = 0;
   TF_TRY(tf__graph_nodes_to_msgpack(g, from, &buf, &len, st));
-  msgpack_pack_map(pk, 1);
-  tf_wire_pack_str(pk, "graph");
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 1);
+  tf__mp_map_key(&body, "graph");
   msgpack_pack_bin(pk, len);
   msgpack_pack_bin_body(pk, buf, len);
+  tf__mp_map_end(&body);
   free(buf);
   return TF_OK;
 }
@@ -66,7 +68,9 @@ static void *r_open(const char *target, tf_status *st) {
     return NULL;
   }
   tf_wire_writer *wr = request(r, TF_M_CREATE_SESSION, CONTROL_TIMEOUT_MS);
-  msgpack_pack_map(tf_wire_body(wr), 0);
+  tf__mp_map body;
+  tf__mp_map_begin(&body, tf_wire_body(wr), 0);
+  tf__mp_map_end(&body);
   tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
   if (reply == NULL ||
       tf_wire_get_u64(&reply->body, "session", "CreateSession reply", &r->session, st) != TF_OK) {
@@ -93,14 +97,15 @@ static tf_code r_extend(void *impl, const tf_graph *g, int from, tf_status *st) 
   return reply ? TF_OK : st->code;
 }
 
-static void pack_names(msgpack_packer *pk, const char *key,
+static void pack_names(msgpack_packer *pk, tf__mp_map *body, const char *key,
                        const char *const *names, int n) {
-  tf_wire_pack_str(pk, key);
+  tf__mp_map_key(body, key);
   msgpack_pack_array(pk, (size_t)n);
   for (int i = 0; i < n; i++) tf_wire_pack_str(pk, names[i]);
 }
 
-static tf_code unpack_fetches(const tf_wire_msg *reply, tf_tensor **out, int n,
+static tf_code unpack_fetches(const tf_wire_msg *reply,
+                              const char *const *names, tf_tensor **out, int n,
                               tf_status *st) {
   const msgpack_object_array *a = tf_wire_get_array(&reply->body, "fetches",
                                                     "RunStep reply", st);
@@ -115,7 +120,7 @@ static tf_code unpack_fetches(const tf_wire_msg *reply, tf_tensor **out, int n,
         tf_tensor_unref(out[k]);
         out[k] = NULL;
       }
-      return tf_status_prefix(st, "RunStep reply: fetch %d", i);
+      return tf_status_prefix(st, "RunStep reply: fetch '%s'", names[i]);
     }
   }
   return TF_OK;
@@ -131,26 +136,28 @@ static tf_code r_run(void *impl, const tf_run_options *opts,
   int64_t timeout = opts && opts->timeout_ms > 0 ? opts->timeout_ms : 0;
   tf_wire_writer *wr = request(r, TF_M_RUN_STEP, timeout);
   msgpack_packer *pk = tf_wire_body(wr);
-  msgpack_pack_map(pk, 4);
-  tf_wire_pack_str(pk, "feeds");
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 4);
+  tf__mp_map_key(&body, "feeds");
   msgpack_pack_array(pk, (size_t)n_feeds);
   for (int i = 0; i < n_feeds; i++) {
     msgpack_pack_array(pk, 2);
     tf_wire_pack_str(pk, feed_names[i]);
     tf_wire_pack_tensor(wr, feed_values[i]);
   }
-  pack_names(pk, "fetches", fetch_names, n_fetches);
-  pack_names(pk, "targets", target_names, n_targets);
-  tf_wire_pack_str(pk, "trace");
+  pack_names(pk, &body, "fetches", fetch_names, n_fetches);
+  pack_names(pk, &body, "targets", target_names, n_targets);
+  tf__mp_map_key(&body, "trace");
   if (opts && opts->trace) {
     msgpack_pack_true(pk);
   } else {
     msgpack_pack_false(pk);
   }
+  tf__mp_map_end(&body);
   int64_t rpc_ms = timeout > 0 ? timeout + RPC_GRACE_MS : NO_DEADLINE_RPC_MS;
   tf_wire_msg *reply = call(r, wr, rpc_ms, st);
   if (reply == NULL) return st->code;
-  tf_code rc = unpack_fetches(reply, fetch_values, n_fetches, st);
+  tf_code rc = unpack_fetches(reply, fetch_names, fetch_values, n_fetches, st);
   tf_wire_msg_free(reply);
   if (meta != NULL) memset(meta, 0, sizeof *meta);
   return rc;
@@ -161,8 +168,10 @@ static tf_code r_reset(void *impl, const char *const *containers, int n,
   remote *r = impl;
   tf_wire_writer *wr = request(r, TF_M_RESET, CONTROL_TIMEOUT_MS);
   msgpack_packer *pk = tf_wire_body(wr);
-  msgpack_pack_map(pk, 1);
-  pack_names(pk, "containers", containers, n);
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 1);
+  pack_names(pk, &body, "containers", containers, n);
+  tf__mp_map_end(&body);
   tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
   tf_wire_msg_free(reply);
   return reply ? TF_OK : st->code;

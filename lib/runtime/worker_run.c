@@ -92,8 +92,9 @@ static nng_msg *run_reply(const tf_wire_msg *req, wk_graph *g, tf_tensor **rets,
                           int n_rets, const tf_exec_trace *tr, tf_status *st) {
   tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
-  msgpack_pack_map(pk, 2);
-  tf_wire_pack_str(pk, "rets");
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 2);
+  tf__mp_map_key(&body, "rets");
   msgpack_pack_array(pk, (size_t)n_rets);
   for (int i = 0; i < n_rets; i++) {
     if (rets[i] == NULL) {
@@ -102,7 +103,7 @@ static nng_msg *run_reply(const tf_wire_msg *req, wk_graph *g, tf_tensor **rets,
       tf_wire_pack_tensor(wr, rets[i]);
     }
   }
-  tf_wire_pack_str(pk, "timings");
+  tf__mp_map_key(&body, "timings");
   msgpack_pack_array(pk, tr ? (size_t)tr->n : 0);
   for (int i = 0; tr != NULL && i < tr->n; i++) {
     msgpack_pack_array(pk, 3);
@@ -110,6 +111,7 @@ static nng_msg *run_reply(const tf_wire_msg *req, wk_graph *g, tf_tensor **rets,
     msgpack_pack_int64(pk, tr->stats[i].start_ns);
     msgpack_pack_int64(pk, tr->stats[i].end_ns);
   }
+  tf__mp_map_end(&body);
   nng_msg *m = NULL;
   tf_wire_finish(wr, &m, st);
   return m;
@@ -178,12 +180,13 @@ nng_msg *tf__wk_tensor_push(tf_worker *w, const tf_wire_msg *req, tf_status *st)
     const msgpack_object *d = tf_wire_get(&req->body, "tensor");
     tf_code rc = TF_OK;
     if (!dead) {
-      rc = d == NULL ? tf_status_set(st, TF_INVALID_ARGUMENT, "TensorPush: "
+      rc = d == NULL ? tf_status_set(st, TF_INVALID_ARGUMENT,
                                      "field 'tensor' missing")
                      : tf_wire_unpack_tensor(req, d, &t, st);
     }
-    if (rc == TF_OK &&
-        tf_rdv_mgr_deliver(w->rdv, req->h.step_id, key, t, dead, st) == TF_OK) {
+    if (rc != TF_OK) {
+      tf_status_prefix(st, "TensorPush '%s'", key);
+    } else if (tf_rdv_mgr_deliver(w->rdv, req->h.step_id, key, t, dead, st) == TF_OK) {
       reply = tf__wk_empty_reply(req, st);
     }
   }
@@ -246,21 +249,23 @@ void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
                         .deadline_ms = w->spec->rpc_timeout_ms};
     tf_wire_writer *wr = tf_wire_writer_new(&h);
     msgpack_packer *pk = tf_wire_body(wr);
-    msgpack_pack_map(pk, 3);
-    tf_wire_pack_str(pk, "key");
+    tf__mp_map body;
+    tf__mp_map_begin(&body, pk, 3);
+    tf__mp_map_key(&body, "key");
     tf_wire_pack_str(pk, key);
-    tf_wire_pack_str(pk, "dead");
+    tf__mp_map_key(&body, "dead");
     if (is_dead) {
       msgpack_pack_true(pk);
     } else {
       msgpack_pack_false(pk);
     }
-    tf_wire_pack_str(pk, "tensor");
+    tf__mp_map_key(&body, "tensor");
     if (is_dead || t == NULL) {
       msgpack_pack_nil(pk);
     } else {
       tf_wire_pack_tensor(wr, t);
     }
+    tf__mp_map_end(&body);
     tf_wire_finish(wr, &m, &st);
   }
   if (m == NULL) {

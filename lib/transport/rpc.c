@@ -370,8 +370,8 @@ tf_code tf_rpc_server_start(const char *url, int n_threads,
   }
   if (strncmp(url, "tls+tcp://", 10) == 0) {
     return tf_status_set(st, TF_UNIMPLEMENTED,
-                         "cannot listen on %s: tls+tcp needs certificates, "
-                         "which arrive with the security issue",
+                         "cannot listen on %s: the tls+tcp transport is not "
+                         "supported (use tcp, ipc or inproc)",
                          url);
   }
   tf_rpc_server *s = tf__xcalloc(1, sizeof *s);

@@ -1,7 +1,7 @@
 /* rpc.h: request/reply over NNG (req/rep sockets with contexts).
  *
  * A server binds one URL (tcp://host:port, ipc://path, inproc://name;
- * tls+tcp:// fails with UNIMPLEMENTED until the security issue) and serves
+ * tls+tcp:// is not supported: it fails with UNIMPLEMENTED) and serves
  * it with n_threads threads, each owning one rep context: a thread takes a
  * request, runs the handler (which may block, e.g. RunGraph until the step
  * ends) and sends its reply, so n_threads requests run at once. Malformed

@@ -49,8 +49,8 @@ tf_code tf_rpc_client_new(const char *url, int64_t max_msg_bytes,
   }
   if (strncmp(url, "tls+tcp://", 10) == 0) {
     return tf_status_set(st, TF_UNIMPLEMENTED,
-                         "cannot dial %s: tls+tcp needs certificates, which "
-                         "arrive with the security issue",
+                         "cannot dial %s: the tls+tcp transport is not "
+                         "supported (use tcp, ipc or inproc)",
                          url);
   }
   tf_rpc_client *c = tf__xcalloc(1, sizeof *c);

@@ -84,29 +84,31 @@ struct tf_wire_writer {
 };
 
 static void pack_header(msgpack_packer *pk, const tf_wire_header *h) {
-  msgpack_pack_map(pk, h->is_reply ? 10 : 7);
-  tf__msgpack_pack_cstr(pk, "v");
+  tf__mp_map m;
+  tf__mp_map_begin(&m, pk, h->is_reply ? 10 : 7);
+  tf__mp_map_key(&m, "v");
   msgpack_pack_uint64(pk, TF_WIRE_VERSION);
-  tf__msgpack_pack_cstr(pk, "m");
+  tf__mp_map_key(&m, "m");
   msgpack_pack_int64(pk, h->method);
-  tf__msgpack_pack_cstr(pk, "id");
+  tf__mp_map_key(&m, "id");
   msgpack_pack_uint64(pk, h->request_id);
-  tf__msgpack_pack_cstr(pk, "sess");
+  tf__mp_map_key(&m, "sess");
   msgpack_pack_uint64(pk, h->session);
-  tf__msgpack_pack_cstr(pk, "step");
+  tf__mp_map_key(&m, "step");
   msgpack_pack_uint64(pk, h->step_id);
-  tf__msgpack_pack_cstr(pk, "dl");
+  tf__mp_map_key(&m, "dl");
   msgpack_pack_int64(pk, h->deadline_ms);
-  tf__msgpack_pack_cstr(pk, "auth");
+  tf__mp_map_key(&m, "auth");
   msgpack_pack_nil(pk);
   if (h->is_reply) {
-    tf__msgpack_pack_cstr(pk, "reply");
+    tf__mp_map_key(&m, "reply");
     msgpack_pack_true(pk);
-    tf__msgpack_pack_cstr(pk, "code");
+    tf__mp_map_key(&m, "code");
     msgpack_pack_int64(pk, h->code);
-    tf__msgpack_pack_cstr(pk, "err");
+    tf__mp_map_key(&m, "err");
     tf__msgpack_pack_cstr(pk, h->error != NULL ? h->error : "");
   }
+  tf__mp_map_end(&m);
 }
 
 tf_wire_writer *tf_wire_writer_new(const tf_wire_header *h) {
@@ -128,18 +130,20 @@ msgpack_packer *tf_wire_body(tf_wire_writer *w) { return &w->pk; }
 
 static void pack_desc(tf_wire_writer *w, const tf_tensor *t, uint64_t off) {
   msgpack_packer *pk = &w->pk;
-  msgpack_pack_map(pk, 4);
-  tf__msgpack_pack_cstr(pk, "dt");
+  tf__mp_map m;
+  tf__mp_map_begin(&m, pk, 4);
+  tf__mp_map_key(&m, "dt");
   msgpack_pack_int64(pk, (int64_t)t->dtype);
-  tf__msgpack_pack_cstr(pk, "shape");
+  tf__mp_map_key(&m, "shape");
   msgpack_pack_array(pk, (size_t)t->shape.rank);
   for (int i = 0; i < t->shape.rank; i++) {
     msgpack_pack_int64(pk, t->shape.dims[i]);
   }
-  tf__msgpack_pack_cstr(pk, "off");
+  tf__mp_map_key(&m, "off");
   msgpack_pack_uint64(pk, off);
-  tf__msgpack_pack_cstr(pk, "len");
+  tf__mp_map_key(&m, "len");
   msgpack_pack_uint64(pk, (uint64_t)t->nbytes);
+  tf__mp_map_end(&m);
 }
 
 void tf_wire_pack_tensor(tf_wire_writer *w, const tf_tensor *t) {
@@ -558,6 +562,11 @@ static tf_code desc_check(const tf_wire_msg *r, const msgpack_object *desc,
                          "outside the %zu-byte payload area",
                          (unsigned long long)off, (unsigned long long)len,
                          area);
+  }
+  if (off % WIRE_ALIGN != 0) { /* tf_wire_pack_tensor aligns every payload */
+    return tf_status_set(st, TF_INVALID_ARGUMENT,
+                         "tensor: payload 'off' %llu is not a multiple of %d",
+                         (unsigned long long)off, WIRE_ALIGN);
   }
   *src = (const uint8_t *)nng_msg_body(r->msg) + r->payload_start + off;
   *nbytes = (size_t)len;

@@ -5,13 +5,14 @@
  *   tensor payloads
  * The header carries version, method, request id, session and step ids,
  * the deadline (milliseconds left when sent; 0: none), a reserved
- * authentication field (nil until the auth issue) and, in replies, the
- * status code and message. The body is method-specific msgpack. Tensors
- * are packed into the body as descriptors {dt, shape, off, len} whose bytes
- * follow the msgpack part, each at a 64-byte aligned offset: they are
- * copied once into the message and never encoded element by element
- * (string tensors, whose bytes are not flat, are packed in msgpack form).
- * There is no size limit short of memory. */
+ * authentication field (always nil: authentication is not supported) and,
+ * in replies, the status code and message. The body is method-specific
+ * msgpack (maps packed with tf__mp_map, so their entry counts are checked).
+ * Tensors are packed into the body as descriptors {dt, shape, off, len}
+ * whose bytes follow the msgpack part, each at a 64-byte aligned offset:
+ * they are copied once into the message and never encoded element by
+ * element (string tensors, whose bytes are not flat, are packed in msgpack
+ * form). There is no size limit short of memory. */
 #ifndef TF_TRANSPORT_WIRE_H
 #define TF_TRANSPORT_WIRE_H
 
@@ -21,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/core/serialize/msgpack_map.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
 
@@ -67,7 +69,8 @@ typedef struct tf_wire_writer tf_wire_writer;
 /* A writer for one message with header h (copied). */
 tf_wire_writer *tf_wire_writer_new(const tf_wire_header *h);
 /* The packer for the body: pack exactly one msgpack object (usually a
- * map). Nothing packed: the body is nil. */
+ * map, packed with tf__mp_map so its entry count is checked; included
+ * here for that). Nothing packed: the body is nil. */
 msgpack_packer *tf_wire_body(tf_wire_writer *w);
 /* Packs a descriptor of t into the body at the packer's current position
  * and queues t's bytes as a payload (a reference is held until finish). */
@@ -103,8 +106,10 @@ void tf_wire_msg_free(tf_wire_msg *r);
  * ids echoed). */
 tf_wire_writer *tf_wire_reply_writer(const tf_wire_msg *req);
 /* Makes a tensor from a descriptor packed by tf_wire_pack_tensor, checking
- * dtype, shape, and that [off, off+len) lies in the payload area and
- * matches dtype x shape. INVALID_ARGUMENT naming the field otherwise.
+ * dtype, shape, that [off, off+len) lies in the payload area and matches
+ * dtype x shape, and that off is a multiple of 64 (the writer aligns
+ * every payload). INVALID_ARGUMENT naming the field otherwise ("tensor:
+ * ..."; callers prefix which tensor).
  * Payloads of 64 KiB or more are not copied: the tensor aliases the
  * message (tf_tensor_wrap), which then lives until the tensor dies. */
 tf_code tf_wire_unpack_tensor(const tf_wire_msg *r, const msgpack_object *desc,

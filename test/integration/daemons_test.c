@@ -1,7 +1,8 @@
 /* daemons_test.c: tfmaster and tfworker as processes: READY=1 on a
  * NOTIFY_SOCKET the test listens on, SIGTERM -> exit 0 within the drain
  * time, a second daemon on a taken port fails clearly, bad configs and
- * flags exit 1 / 2 naming the problem, and malformed or truncated
+ * flags exit 1 / 2 naming the problem (tfworker --job master and
+ * heartbeat_ms >= down_after_ms included), and malformed or truncated
  * messages (valid NNG framing with garbage inside, or raw TCP garbage)
  * get an INVALID_ARGUMENT reply or a dropped connection while the daemon
  * keeps answering. */
@@ -178,6 +179,24 @@ START_TEST(test_bad_config_and_flags) {
   expect_exit(c, "tfmaster", m_flag, 2, "--frobnicate", NULL);
   char *m_none[] = {NULL};
   expect_exit(c, "tfmaster", m_none, 2, "missing --config", NULL);
+  /* The master's job is not a worker's: refused before binding its port. */
+  char *w_master[] = {"--config", c->config, "--job", "master", "--task", "0", NULL};
+  char not_worker[700], serves[700];
+  snprintf(not_worker, sizeof not_worker, "job 'master' in %s is the master's task, not a "
+           "worker job (worker jobs: ", c->config);
+  snprintf(serves, sizeof serves, "; tfmaster --config %s serves it", c->config);
+  expect_exit(c, "tfworker", w_master, 1, not_worker, serves);
+  /* Heartbeats as far apart as the down timeout: file:line of the key. */
+  char *slow = th_write_file(c, "slow.yaml",
+                             "cluster: x\njobs:\n  master: [127.0.0.1:1]\n"
+                             "  worker: [127.0.0.1:2]\ntimeouts:\n  heartbeat_ms: 3000\n");
+  snprintf(path_ln, sizeof path_ln, "%s:6:17: timeouts.heartbeat_ms: heartbeat_ms (3000) "
+           "must be less than down_after_ms (3000, the default)", slow);
+  char *m_slow[] = {"--config", slow, NULL};
+  expect_exit(c, "tfmaster", m_slow, 1, path_ln, NULL);
+  char *w_slow[] = {"--config", slow, "--job", "worker", "--task", "0", NULL};
+  expect_exit(c, "tfworker", w_slow, 1, path_ln, NULL);
+  free(slow);
   free(bad);
   free(missing);
   th_cluster_free(c);

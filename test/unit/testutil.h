@@ -112,7 +112,7 @@ void tt_free(tf_tensor **t, int n);
 int tt_numpy(const char *script, tf_tensor *const *in, int n_in,
              tf_tensor **out, int max_out);
 
-/* ---- gradient checks (issue 4) ---------------------------------------------
+/* ---- gradient checks -------------------------------------------------------
  * Builds y = build(g, in, n_in, arg) on float64 Placeholders for inputs,
  * loss = Sum(y * w) with w a fixed random tensor of y's shape, and checks
  * tf_gradients(loss, in[i]) for every i with check[i] (check NULL: all)

@@ -1,6 +1,6 @@
 /* cancel.h: cancellation of a step.
  *
- * A step (a session Run, later a worker's RunGraph) owns one tf_cancel.
+ * A step (a session Run or a worker's RunGraph) owns one tf_cancel.
  * Whatever may block on the step's behalf (an asynchronous kernel waiting
  * on a queue, a Recv waiting on a rendezvous, the executor itself)
  * registers a callback; tf_cancel_start records why the step is cancelled

@@ -27,8 +27,8 @@ typedef struct tf_resource_mgr tf_resource_mgr;
 typedef struct tf_cancel tf_cancel;
 typedef struct tf_rendezvous tf_rendezvous;
 
-/* What a step gives its kernels. The executor's caller (a session, later a
- * worker) fills it; kernels only read it, except _Retval, which stores
+/* What a step gives its kernels. The executor's caller (a local session
+ * or a worker's RunGraph) fills it; kernels only read it, except _Retval, which stores
  * retvals[index] (each index is written by one node). */
 typedef struct tf_step_ctx {
   uint64_t step_id;

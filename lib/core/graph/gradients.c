@@ -276,7 +276,7 @@ static tf_code take_dx(gwalk *w, const tf_node *n, const tf_grad *dx) {
 static tf_code visit(gwalk *w, const tf_node *n) {
   if (n->op->flags & TF_OP_CONTROL_FLOW) {
     return tf_status_set(w->st, TF_UNIMPLEMENTED, "gradients through control "
-                         "flow (node '%s', op '%s') arrive in a later issue",
+                         "flow (node '%s', op '%s') are not supported",
                          n->name, n->op->name);
   }
   tf_output *dy = tf__xcalloc((size_t)n->n_outputs + 1, sizeof *dy);

@@ -1,6 +1,7 @@
 /* graph_impl.h: the graph's internal layout, shared by graph.c, the
- * builder and import (graph_build.c) and, later, executor and passes.
- * Outside lib/core use the accessors in include/tf/graph.h. */
+ * builder and import (graph_build.c), control flow, the executor and
+ * sessions (lib/core/exec) and the placement and partitioning passes
+ * (lib/runtime). Everything else uses the accessors in include/tf/graph.h. */
 #ifndef TF_CORE_GRAPH_IMPL_H
 #define TF_CORE_GRAPH_IMPL_H
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/serialize/msgpack_map.h"
 #include "lib/core/serialize/serialize_util.h"
 #include "lib/core/serialize/tensor_msgpack.h"
 #include "lib/core/base/util.h"
@@ -65,10 +66,12 @@ static tf_code pack_elem(msgpack_packer *pk, tf_attr_type t, const void *p,
 
 static tf_code pack_attr(msgpack_packer *pk, const tf_attr_value *v,
                          tf_status *st) {
-  int rc = msgpack_pack_map(pk, 2);
-  rc |= tf__msgpack_pack_cstr(pk, "type");
+  tf__mp_map m;
+  int rc = tf__mp_map_begin(&m, pk, 2);
+  rc |= tf__mp_map_key(&m, "type");
   rc |= tf__msgpack_pack_cstr(pk, tf_attr_type_name(v->type, v->is_list));
-  rc |= tf__msgpack_pack_cstr(pk, "value");
+  rc |= tf__mp_map_key(&m, "value");
+  tf__mp_map_end(&m); /* the value follows: one object, packed below */
   if (rc != 0) {
     return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                          "out of memory encoding a graph");
@@ -91,29 +94,31 @@ static tf_code pack_attr(msgpack_packer *pk, const tf_attr_value *v,
 static tf_code pack_node(msgpack_packer *pk, const tf_node *n, tf_status *st) {
   tf_node_def def;
   tf_node_to_def(n, &def);
-  int rc = msgpack_pack_map(pk, 5);
-  rc |= tf__msgpack_pack_cstr(pk, "name");
+  tf__mp_map m, attrs;
+  int rc = tf__mp_map_begin(&m, pk, 5);
+  rc |= tf__mp_map_key(&m, "name");
   rc |= tf__msgpack_pack_cstr(pk, def.name);
-  rc |= tf__msgpack_pack_cstr(pk, "op");
+  rc |= tf__mp_map_key(&m, "op");
   rc |= tf__msgpack_pack_cstr(pk, def.op);
-  rc |= tf__msgpack_pack_cstr(pk, "device");
+  rc |= tf__mp_map_key(&m, "device");
   rc |= tf__msgpack_pack_cstr(pk, def.device ? def.device : "");
-  rc |= tf__msgpack_pack_cstr(pk, "inputs");
+  rc |= tf__mp_map_key(&m, "inputs");
   rc |= msgpack_pack_array(pk, (size_t)def.n_inputs);
   for (int i = 0; i < def.n_inputs; i++) {
     rc |= tf__msgpack_pack_cstr(pk, def.inputs[i]);
   }
   tf_node_def_fini(&def);
   int na = tf_node_num_attrs(n);
-  rc |= tf__msgpack_pack_cstr(pk, "attrs");
-  rc |= msgpack_pack_map(pk, (size_t)na);
+  rc |= tf__mp_map_key(&m, "attrs");
+  tf__mp_map_end(&m); /* the attrs map is the last value */
+  rc |= tf__mp_map_begin(&attrs, pk, (size_t)na);
   if (rc != 0) {
     return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                          "out of memory encoding a graph");
   }
   for (int i = 0; i < na; i++) {
     const char *name = tf_node_attr_name(n, i);
-    if (tf__msgpack_pack_cstr(pk, name) != 0) {
+    if (tf__mp_map_key(&attrs, name) != 0) {
       return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                            "out of memory encoding a graph");
     }
@@ -123,6 +128,7 @@ static tf_code pack_node(msgpack_packer *pk, const tf_node *n, tf_status *st) {
                               name);
     }
   }
+  tf__mp_map_end(&attrs);
   return TF_OK;
 }
 
@@ -142,10 +148,12 @@ tf_code tf__graph_nodes_to_msgpack(const tf_graph *g, int from, void **buf,
   int total = tf_graph_num_nodes(g);
   if (from < 0 || from > total) from = total;
   int nn = total - from;
-  int rc = msgpack_pack_map(&pk, 2);
-  rc |= tf__msgpack_pack_cstr(&pk, "version");
+  tf__mp_map m;
+  int rc = tf__mp_map_begin(&m, &pk, 2);
+  rc |= tf__mp_map_key(&m, "version");
   rc |= msgpack_pack_int(&pk, TF_GRAPH_FORMAT_VERSION);
-  rc |= tf__msgpack_pack_cstr(&pk, "nodes");
+  rc |= tf__mp_map_key(&m, "nodes");
+  tf__mp_map_end(&m); /* the nodes array is the last value */
   rc |= msgpack_pack_array(&pk, (size_t)nn);
   tf_code c = rc == 0 ? TF_OK
                       : tf_status_set(st, TF_RESOURCE_EXHAUSTED,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/serialize/msgpack_map.h"
 #include "lib/core/serialize/tensor_msgpack.h"
 #include "lib/core/base/util.h"
 #include "tf/serialize.h"
@@ -230,15 +231,16 @@ tf_code tf__pack_tensor(msgpack_packer *pk, const tf_tensor *t,
                          "msgpack's 4 GiB limit",
                          tf_dtype_name(t->dtype), (long long)t->n, t->nbytes);
   }
-  int rc = msgpack_pack_map(pk, 3);
-  rc |= tf__msgpack_pack_cstr(pk, "dtype");
+  tf__mp_map m;
+  int rc = tf__mp_map_begin(&m, pk, 3);
+  rc |= tf__mp_map_key(&m, "dtype");
   rc |= msgpack_pack_int64(pk, (int64_t)t->dtype);
-  rc |= tf__msgpack_pack_cstr(pk, "shape");
+  rc |= tf__mp_map_key(&m, "shape");
   rc |= msgpack_pack_array(pk, (size_t)t->shape.rank);
   for (int i = 0; i < t->shape.rank; i++) {
     rc |= msgpack_pack_int64(pk, t->shape.dims[i]);
   }
-  rc |= tf__msgpack_pack_cstr(pk, "data");
+  rc |= tf__mp_map_key(&m, "data");
   if (t->dtype == TF_STRING) {
     const tf_string *s = tf_tensor_strings(t);
     rc |= msgpack_pack_array(pk, (size_t)t->n);
@@ -254,6 +256,7 @@ tf_code tf__pack_tensor(msgpack_packer *pk, const tf_tensor *t,
   } else {
     rc |= msgpack_pack_bin_with_body(pk, t->data, t->nbytes);
   }
+  tf__mp_map_end(&m);
   if (rc != 0) {
     return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                          "out of memory encoding a %s tensor of %zu bytes",

@@ -1,7 +1,8 @@
 /* cluster_spec_test.c: the cluster spec reader: both shipped conf files
  * field by field, defaults, URLs and task checks, one case per error class
  * (code, and a message that starts with file:line:column, names the field
- * and says what was expected), loading from a file, and random valid
+ * and says what was expected), the daemon flags the conf files' comments
+ * name, loading from a file, and random valid
  * specs written out as YAML and read back, plus random corruptions of them
  * (never a crash; either a spec or a positioned error). */
 #include <stdio.h>
@@ -82,7 +83,47 @@ START_TEST(test_local_yaml) {
   ck_assert_int_eq(tf_cluster_spec_check_task(s, "x", 0, &st), TF_NOT_FOUND);
   ck_assert_str_eq(st.msg,
                    "no job 'x' in conf/local.yaml (jobs: master, ps, worker)");
+  /* A worker serves every job but the master's. */
+  ck_assert_int_eq(tf_cluster_spec_check_worker_task(s, "master", 0, &st),
+                   TF_INVALID_ARGUMENT);
+  ck_assert_str_eq(st.msg, "job 'master' in conf/local.yaml is the master's "
+                           "task, not a worker job (worker jobs: ps, worker)");
+  ck_assert_int_eq(tf_cluster_spec_check_worker_task(s, "ps", 0, &st), TF_OK);
+  ck_assert_int_eq(tf_cluster_spec_check_worker_task(s, "worker", 2, &st),
+                   TF_NOT_FOUND);
+  ck_assert_int_eq(tf_cluster_spec_check_worker_task(s, "x", 0, &st),
+                   TF_NOT_FOUND);
   tf_cluster_spec_free(s);
+}
+END_TEST
+
+/* Every "--flag" a conf file's comments mention is one tfmaster or
+ * tfworker accepts (the files tell people how to start the daemons). */
+static int check_daemon_flags(const char *path) {
+  static const char *const known[] = {"--config", "--job", "--task", "--log-level"};
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "%s", path);
+  char line[512];
+  int n_flags = 0;
+  for (int ln = 1; fgets(line, sizeof line, f) != NULL; ln++) {
+    for (char *p = strstr(line, "--"); p != NULL; p = strstr(p + 2, "--")) {
+      size_t len = 2 + strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-");
+      bool ok = false;
+      for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        ok = ok || (strlen(known[k]) == len && strncmp(p, known[k], len) == 0);
+      }
+      ck_assert_msg(ok, "%s:%d: unknown daemon flag '%.*s'", path, ln, (int)len, p);
+      n_flags++;
+    }
+  }
+  fclose(f);
+  return n_flags;
+}
+
+START_TEST(test_conf_files_name_real_flags) {
+  check_daemon_flags("conf/local.yaml");
+  /* It spells out both start commands: --config, --job, --task, --config. */
+  ck_assert_int_ge(check_daemon_flags("conf/ps-worker.yaml"), 4);
 }
 END_TEST
 
@@ -144,6 +185,16 @@ START_TEST(test_defaults) {
   ck_assert_int_eq(s->heartbeat_ms, 500);
   ck_assert(s->checkpoint_dir == NULL);
   ck_assert_int_eq(s->log_level, LOG_DEBUG);
+  tf_cluster_spec_free(s);
+  /* Heartbeats just inside the down timeout are fine; a spec of only the
+   * master has no job a worker could serve. */
+  s = parse_ok("jobs: {master: 'h:1'}\ntimeouts: {heartbeat_ms: 2999}\n");
+  ck_assert_int_eq(s->heartbeat_ms, 2999);
+  tf_status st;
+  ck_assert_int_eq(tf_cluster_spec_check_worker_task(s, "master", 0, &st),
+                   TF_INVALID_ARGUMENT);
+  ck_assert_str_eq(st.msg, "job 'master' in x.yaml is the master's task, not "
+                           "a worker job (the spec has no worker jobs)");
   tf_cluster_spec_free(s);
 }
 END_TEST
@@ -268,6 +319,17 @@ static const bad_case bad_cases[] = {
     {MASTER "? [a]\n: 1\n", TF_INVALID_ARGUMENT, "x.yaml:3:3: ",
      "expected a key name, got a sequence"},
     /* numbers */
+    /* heartbeats at least as far apart as the down timeout */
+    {MASTER "timeouts: {heartbeat_ms: 3000}\n", TF_INVALID_ARGUMENT,
+     "x.yaml:3:26: ", "timeouts.heartbeat_ms: heartbeat_ms (3000) must be less "
+     "than down_after_ms (3000, the default): a task would be marked down "
+     "between two heartbeats"},
+    {MASTER "timeouts:\n  down_after_ms: 400\n", TF_INVALID_ARGUMENT,
+     "x.yaml:4:18: ", "timeouts.down_after_ms: heartbeat_ms (500, the "
+     "default) must be less than down_after_ms (400)"},
+    {MASTER "timeouts:\n  down_after_ms: 1000\n  heartbeat_ms: 2000\n",
+     TF_INVALID_ARGUMENT, "x.yaml:5:17: ", "timeouts.heartbeat_ms: "
+     "heartbeat_ms (2000) must be less than down_after_ms (1000)"},
     {MASTER "timeouts: {heartbeat_ms: -5}\n", TF_INVALID_ARGUMENT,
      "x.yaml:3:26: ", "timeouts.heartbeat_ms: expected an integer in "
      "1..2147483647 (milliseconds), got '-5'"},
@@ -494,6 +556,7 @@ Suite *tt_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_local_yaml);
   tcase_add_test(tc, test_ps_worker_yaml);
+  tcase_add_test(tc, test_conf_files_name_real_flags);
   tcase_add_test(tc, test_defaults);
   tcase_add_test(tc, test_transports_and_urls);
   tcase_add_loop_test(tc, test_errors, 0,

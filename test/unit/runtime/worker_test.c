@@ -1,9 +1,11 @@
 /* worker_test.c: the worker service spoken to directly with hand-built
  * requests (lib/transport/rpc.h, wire.h): GetStatus fields, RegisterGraph
  * and RunGraph with args and rets, malformed registrations, unknown and
- * deregistered handles, AbortStep of a step blocked in a _Recv, pushes
- * after cleanup and to the wrong task, a push that arrives before its
- * step starts, draining, and the TTL sweep of orphaned step tables. */
+ * deregistered handles, the step deadline on a short chain of slow
+ * MatMuls, AbortStep of a step blocked in a _Recv, pushes
+ * after cleanup and to the wrong task, a push whose payload offset is not
+ * 64-byte aligned, a push that arrives before its step starts, draining,
+ * and the TTL sweep of orphaned step tables. */
 #include "lib/core/framework/rendezvous.h"
 #include "test/unit/runtime/rt_testlib2.h"
 
@@ -132,6 +134,19 @@ static tf_code abort_step(wk_fixture *f, uint64_t step, tf_code code, const char
   tf_wire_pack_str(pk, msg);
   return rt2_call(f->c, w, NULL, st);
 }
+
+/* tf_worker_start refuses the master's task (it would bind its address). */
+START_TEST(master_job_refused) {
+  tf_cluster_spec *spec = rt2_spec(1, 3000, 5000);
+  tf_worker *w = (tf_worker *)1;
+  tf_status st;
+  ck_assert_int_eq(tf_worker_start(spec, "master", 0, &w, &st), TF_INVALID_ARGUMENT);
+  ck_assert_ptr_null(w);
+  ck_assert_msg(strstr(st.msg, "job 'master' in t2.yaml is the master's task, not a worker "
+                               "job (worker jobs: ps, worker)") != NULL, "%s", st.msg);
+  tf_cluster_spec_free(spec);
+}
+END_TEST
 
 START_TEST(get_status_fields) {
   wk_fixture f;
@@ -403,6 +418,124 @@ START_TEST(push_refused) {
 }
 END_TEST
 
+/* A TensorPush whose descriptor puts the payload at offset 3 of the
+ * payload area (inside it, but not 64-byte aligned as every sender
+ * writes): INVALID_ARGUMENT naming the key and the offset, nothing
+ * delivered. A 64-byte "pad" tensor gives the message a payload area. */
+START_TEST(push_misaligned_payload_refused) {
+  wk_fixture f;
+  fx_start(&f, 5000);
+  tf_status st;
+  char *key = tf_rdv_key_make(PS_DEV, 7, tf_worker_device_name(f.w), "x", 0, 0);
+  tf_tensor *pad = tf_tensor_vec_f32(16, (float[16]){0});
+  for (int k = 0; k < 2; k++) {
+    uint64_t off = k == 0 ? 3 : 0;
+    tf_wire_writer *w = rt2_req(TF_M_TENSOR_PUSH, 0, 94, 5000);
+    msgpack_packer *pk = tf_wire_body(w);
+    tf__mp_map body, desc;
+    tf__mp_map_begin(&body, pk, 4);
+    tf__mp_map_key(&body, "pad");
+    tf_wire_pack_tensor(w, pad);
+    tf__mp_map_key(&body, "key");
+    tf_wire_pack_str(pk, key);
+    tf__mp_map_key(&body, "dead");
+    msgpack_pack_false(pk);
+    tf__mp_map_key(&body, "tensor");
+    tf__mp_map_begin(&desc, pk, 4);
+    tf__mp_map_key(&desc, "dt");
+    msgpack_pack_int(pk, TF_UINT8);
+    tf__mp_map_key(&desc, "shape");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_int(pk, 4);
+    tf__mp_map_key(&desc, "off");
+    msgpack_pack_uint64(pk, off);
+    tf__mp_map_key(&desc, "len");
+    msgpack_pack_uint64(pk, 4);
+    tf__mp_map_end(&desc);
+    tf__mp_map_end(&body);
+    tf_code rc = rt2_call(f.c, w, NULL, &st);
+    if (k == 0) {
+      ck_assert_int_eq(rc, TF_INVALID_ARGUMENT);
+      ck_assert_msg(strstr(st.msg, "payload 'off' 3 is not a multiple of 64") != NULL, "%s",
+                    st.msg);
+      ck_assert_msg(strstr(st.msg, key) != NULL, "%s", st.msg);
+      ck_assert_int_eq(tf_worker_live_step_tables(f.w), 0);
+    } else { /* the same push, aligned, is delivered */
+      ck_assert_msg(rc == TF_OK, "%s", st.msg);
+      ck_assert_int_eq(tf_worker_live_step_tables(f.w), 1);
+    }
+  }
+  ck_assert_int_eq(simple_call(&f, TF_M_CLEANUP_GRAPH, 94, &st), TF_OK);
+  tf_tensor_unref(pad);
+  free(key);
+  fx_stop(&f);
+}
+END_TEST
+
+/* ret0 = a @ a @ ... (n MatMuls of the fed a by itself, chained). */
+static tf_graph *matmul_chain_graph(int n) {
+  tf_graph *g = tf_graph_new();
+  tf_node *a = arg_node(g, "a", 0);
+  tf_output cur = rt_out(a);
+  for (int i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "mm%d", i);
+    tf_output in[] = {cur, rt_out(a)};
+    cur = rt_out(rt_node(g, "MatMul", name, NULL, in, 2, NULL, 0));
+  }
+  ret_node(g, "r0", cur, 0);
+  return g;
+}
+
+/* RunGraph of handle with the header deadline dl_ms (the RPC itself may
+ * take much longer); *ms gets the call's time. */
+static tf_code run_graph_dl(wk_fixture *f, uint64_t handle, uint64_t step, tf_tensor *arg,
+                            int64_t dl_ms, int64_t *ms, tf_status *st) {
+  tf_wire_msg *r = NULL;
+  tf_status_init(st);
+  int64_t t0 = tf__now_ns();
+  tf_code rc = tf_rpc_call(f->c, rt2_run_graph_msg(handle, step, dl_ms, &arg, 1, 1),
+                           dl_ms + 20000, &r, st);
+  *ms = (tf__now_ns() - t0) / 1000000;
+  tf_wire_msg_free(r);
+  return rc;
+}
+
+/* The worker enforces the step deadline in the header on a small graph of
+ * slow kernels (40 MatMuls of 1024x1024): it answers DEADLINE_EXCEEDED
+ * about one MatMul past the deadline, not after the whole chain (about
+ * 10 deadlines), and the step is over on the worker when it answers. */
+START_TEST(run_graph_deadline_small_slow_graph) {
+  wk_fixture f;
+  fx_start(&f, 5000);
+  tf_graph *g1 = matmul_chain_graph(1), *g40 = matmul_chain_graph(40);
+  uint64_t h1 = rt2_register(f.c, g1), h40 = rt2_register(f.c, g40);
+  /* Entries uniform in +-sqrt(3)/32 (variance 1/1024): the chain's powers
+   * keep their scale, so no MatMul slows down on subnormal floats. */
+  tf_tensor *a = tt_rand(TF_FLOAT32, tf_shape_of(2, 1024, 1024), -0.0541, 0.0541);
+  tf_status st;
+  int64_t t1 = INT64_MAX, ms;
+  for (uint64_t step = 1; step <= 3; step++) { /* one MatMul + transfers */
+    ck_assert_msg(run_graph_dl(&f, h1, step, a, 30000, &ms, &st) == TF_OK, "%s", st.msg);
+    t1 = ms < t1 ? ms : t1;
+  }
+  t1 = t1 > 1 ? t1 : 1;
+  int64_t deadline = t1 * 4 > 100 ? t1 * 4 : 100;
+  tf_code rc = run_graph_dl(&f, h40, 4, a, deadline, &ms, &st);
+  ck_assert_msg(rc == TF_DEADLINE_EXCEEDED, "%s after %lld ms (deadline %lld ms, one "
+                "MatMul %lld ms)", rc == TF_OK ? "OK" : st.msg, (long long)ms,
+                (long long)deadline, (long long)t1);
+  ck_assert_msg(strstr(st.msg, "deadline") != NULL, "%s", st.msg);
+  ck_assert_msg(ms < deadline + 3 * t1 + 500, "took %lld ms (deadline %lld ms, one "
+                "MatMul %lld ms)", (long long)ms, (long long)deadline, (long long)t1);
+  ck_assert_int_eq(tf_worker_running_steps(f.w), 0);
+  tf_tensor_unref(a);
+  tf_graph_free(g1);
+  tf_graph_free(g40);
+  fx_stop(&f);
+}
+END_TEST
+
 START_TEST(drain_refuses_run_graph) {
   wk_fixture f;
   fx_start(&f, 5000);
@@ -506,6 +639,7 @@ Suite *tt_suite(void) {
   Suite *s = suite_create("worker");
   TCase *tc = tcase_create("service");
   tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, master_job_refused);
   tcase_add_test(tc, get_status_fields);
   tcase_add_test(tc, register_run_deregister);
   tcase_add_test(tc, unknown_handle_aborted);
@@ -513,6 +647,8 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, abort_step_ends_blocked_recv);
   tcase_add_test(tc, push_before_run);
   tcase_add_test(tc, push_refused);
+  tcase_add_test(tc, push_misaligned_payload_refused);
+  tcase_add_test(tc, run_graph_deadline_small_slow_graph);
   tcase_add_test(tc, drain_refuses_run_graph);
   tcase_add_test(tc, drain_aborts_blocked_step);
   tcase_add_test(tc, tick_expires_orphan_table);

@@ -4,7 +4,9 @@
  * prefix bytes, offset arithmetic past 4 GiB (descriptors of fake huge
  * tensors), and hostile input: every documented parse error, bad
  * descriptors, truncation at every length and seeded byte flips, which
- * must fail cleanly or parse (run under ASan to catch overreads). */
+ * must fail cleanly or parse (run under ASan to catch overreads); and the
+ * exact bytes of a request and an error reply, which must never change. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -390,6 +392,11 @@ START_TEST(test_descriptor_errors) {
                     "tensor: ");
   expect_desc_error(desc_msg(TF_BOOL, 1, eight, 0, 8, 2),
                     "bool element 0 is 0x02");
+  /* Inside the area but not 64-byte aligned, as no writer puts it. */
+  expect_desc_error(desc_msg(TF_UINT8, 1, (int64_t[]){4}, 3, 4, 0),
+                    "tensor: payload 'off' 3 is not a multiple of 64");
+  expect_desc_error(desc_msg(TF_UINT8, 1, (int64_t[]){1}, 7, 1, 0),
+                    "'off' 7 is not a multiple of 64");
   /* Offsets past 4 GiB and off + len wrapping around 2^64. */
   expect_desc_error(desc_msg(TF_UINT8, 1, eight, 5ull << 30, 8, 0),
                     "'off' 5368709120 of 'len' 8 lies outside");
@@ -581,6 +588,63 @@ START_TEST(test_large_payloads_alias_the_message) {
 }
 END_TEST
 
+/* The exact bytes of a request (header, a body map with a float tensor's
+ * descriptor and a string tensor, the padded payload) and of an error
+ * reply, as the envelope has always encoded them: the format is frozen
+ * (docs/wire.md), so any change to these bytes is a protocol change. */
+static const char golden_request[] =
+    "54465701700000009287a17601a16d03a26964cffedcba9876543210a4736573"
+    "7307a473746570cf0000010000000000a2646ccd05dca461757468c082a17884"
+    "a2647401a57368617065920203a36f666600a36c656e18a17383a56474797065"
+    "07a573686170659102a46461746192c4026162c40378797a0000000000000000"
+    "0000003f0000c03f0000204000006040000090400000b040";
+static const char golden_error_reply[] =
+    "5446570152000000928aa17601a16d03a26964cffedcba9876543210a4736573"
+    "7307a473746570cf0000010000000000a2646c00a461757468c0a57265706c79"
+    "c3a4636f646505a3657272ad6e6f2073756368206772617068c0";
+
+static void assert_bytes(nng_msg *m, const char *hex) {
+  size_t len = nng_msg_len(m);
+  const uint8_t *b = nng_msg_body(m);
+  char *got = malloc(2 * len + 1);
+  for (size_t i = 0; i < len; i++) {
+    snprintf(got + 2 * i, 3, "%02x", b[i]);
+  }
+  ck_assert_str_eq(got, hex);
+  free(got);
+  nng_msg_free(m);
+}
+
+START_TEST(test_bytes_are_frozen) {
+  tf_wire_header h = req_header(TF_M_RUN_GRAPH);
+  tf_wire_writer *w = tf_wire_writer_new(&h);
+  msgpack_packer *pk = tf_wire_body(w);
+  tf_tensor *x = NULL, *s = NULL;
+  tf_status st;
+  ck_assert(tf_tensor_new(TF_FLOAT32, &(tf_shape){.rank = 2, .dims = {2, 3}}, &x, &st) == TF_OK);
+  for (int i = 0; i < 6; i++) ((float *)x->data)[i] = (float)i + 0.5f;
+  ck_assert(tf_tensor_new(TF_STRING, &(tf_shape){.rank = 1, .dims = {2}}, &s, &st) == TF_OK);
+  ck_assert(tf_tensor_set_string(s, 0, "ab", 2, &st) == TF_OK);
+  ck_assert(tf_tensor_set_string(s, 1, "xyz", 3, &st) == TF_OK);
+  tf__mp_map body;
+  tf__mp_map_begin(&body, pk, 2);
+  tf__mp_map_key(&body, "x");
+  tf_wire_pack_tensor(w, x);
+  tf__mp_map_key(&body, "s");
+  tf_wire_pack_tensor(w, s);
+  tf__mp_map_end(&body);
+  nng_msg *m;
+  ck_assert_msg(tf_wire_finish(w, &m, &st) == TF_OK, "%s", st.msg);
+  assert_bytes(m, golden_request);
+  tf_status e;
+  tf_status_set(&e, TF_NOT_FOUND, "no such graph");
+  ck_assert(tf_wire_error_reply(&h, &e, &m, &st) == TF_OK);
+  assert_bytes(m, golden_error_reply);
+  tf_tensor_unref(x);
+  tf_tensor_unref(s);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("wire");
   TCase *tc = tcase_create("wire");
@@ -599,6 +663,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_truncation_at_every_length);
   tcase_add_test(tc, test_random_byte_flips);
   tcase_add_test(tc, test_large_payloads_alias_the_message);
+  tcase_add_test(tc, test_bytes_are_frozen);
   suite_add_tcase(s, tc);
   return s;
 }

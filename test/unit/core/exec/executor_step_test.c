@@ -1,6 +1,7 @@
 /* executor_step_test.c: running steps: asynchronous kernels that hold no
  * thread, completions inline and from other threads, cancellation, the
- * deadline, the first error winning, and sessions staying usable.
+ * deadline (on blocked steps, long chains of cheap nodes and short chains
+ * of slow ones), the first error winning, and sessions staying usable.
  *
  * Test-only ops registered here:
  *   TestLatchWait  async; completes when TestLatchOpen runs (or on cancel)
@@ -272,6 +273,74 @@ START_TEST(test_deadline_busy) {
 }
 END_TEST
 
+/* x -> MatMul(x, x) -> MatMul(., x) ... n times: a short chain of slow
+ * kernels. Returns the last node. */
+static tf_node *matmul_chain(tf_graph *g, tf_node *x, int n) {
+  tf_node *cur = x;
+  for (int i = 0; i < n; i++) {
+    tf_status st;
+    tf_node_builder *b = tf_node_begin(g, "MatMul", NULL);
+    tf_node_add_input(b, (tf_output){cur, 0});
+    tf_node_add_input(b, (tf_output){x, 0});
+    cur = tf_node_finish(b, &st);
+    ck_assert_msg(cur != NULL, "%s", st.msg);
+  }
+  return cur;
+}
+
+/* Runs fetch with x fed and the timeout; returns the code, *ms the time. */
+static tf_code run_timed(tf_session *s, tf_node *fetch, tf_tensor *x, int64_t timeout_ms,
+                         int64_t *ms, tf_status *st) {
+  const char *fn = "x", *on = tf_node_name(fetch);
+  tf_run_options o = {.timeout_ms = timeout_ms};
+  tf_tensor *out = NULL;
+  int64_t t0 = tf__now_ns();
+  tf_code rc = tf_session_run(s, &o, &fn, &x, 1, &on, &out, 1, NULL, 0, NULL, st);
+  *ms = (tf__now_ns() - t0) / 1000000;
+  tf_tensor_unref(out);
+  return rc;
+}
+
+/* A small graph (40 MatMuls of 1024x1024, far fewer nodes than a batch of
+ * cheap ones) stops at its deadline too: the thread that runs the chain
+ * inline reads the clock before each node. The deadline is 4 MatMuls'
+ * time, so the whole chain would take about 10 deadlines. */
+START_TEST(test_deadline_small_slow_graph) {
+  tf_graph *g = tf_graph_new();
+  tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, 1024, 1024));
+  tf_node *one = matmul_chain(g, x, 1);
+  tf_node *last = matmul_chain(g, x, 40);
+  /* Entries uniform in +-sqrt(3)/32 (variance 1/1024): the chain's powers
+   * keep their scale, so no MatMul slows down on subnormal floats. */
+  tf_tensor *in = tt_rand(TF_FLOAT32, tf_shape_of(2, 1024, 1024), -0.0541, 0.0541);
+  int threads[] = {1, 2};
+  for (int k = 0; k < 2; k++) {
+    tf_status st;
+    tf_session_options so = {.inter_op_threads = threads[k]};
+    tf_session *s = tf_session_new(g, &so, &st);
+    int64_t t1 = INT64_MAX, ms;
+    for (int r = 0; r < 3; r++) { /* one MatMul's time, the best of 3 */
+      ck_assert_msg(run_timed(s, one, in, 0, &ms, &st) == TF_OK, "%s", st.msg);
+      t1 = ms < t1 ? ms : t1;
+    }
+    t1 = t1 > 1 ? t1 : 1;
+    int64_t deadline = t1 * 4 > 50 ? t1 * 4 : 50;
+    tf_code rc = run_timed(s, last, in, deadline, &ms, &st);
+    ck_assert_msg(rc == TF_DEADLINE_EXCEEDED, "threads %d: %s after %lld ms (deadline %lld "
+                  "ms, one MatMul %lld ms)", threads[k], rc == TF_OK ? "OK" : st.msg,
+                  (long long)ms, (long long)deadline, (long long)t1);
+    /* Past the deadline by at most the kernel running then, with slack
+     * for a loaded machine; far from the ~40 MatMuls of the whole chain. */
+    ck_assert_msg(ms >= deadline - 1 && ms < deadline + 3 * t1 + 250,
+                  "threads %d: took %lld ms (deadline %lld ms, one MatMul %lld ms)",
+                  threads[k], (long long)ms, (long long)deadline, (long long)t1);
+    tf_session_free(s);
+  }
+  tf_tensor_unref(in);
+  tf_graph_free(g);
+}
+END_TEST
+
 typedef struct closer {
   tf_session *s;
 } closer;
@@ -430,6 +499,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_async_holds_no_thread);
   tcase_add_test(tc, test_deadline_blocked);
   tcase_add_test(tc, test_deadline_busy);
+  tcase_add_test(tc, test_deadline_small_slow_graph);
   tcase_add_test(tc, test_close_cancels);
   tcase_add_test(tc, test_async_chains);
   tcase_add_test(tc, test_error_cancels_step);

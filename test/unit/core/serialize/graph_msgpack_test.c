@@ -5,11 +5,13 @@
  * the documented layout decodes with defaults filled in; and hostile input
  * (truncation at every offset, seeded flips, wrong types in every field,
  * bad references, deep nesting) is rejected with INVALID_ARGUMENT or
- * DATA_LOSS, leaving the graph unchanged. */
+ * DATA_LOSS, leaving the graph unchanged; the rich graph's bytes are
+ * frozen (length and CRC-32C). */
 #include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/base/crc32c.h"
 #include "lib/core/serialize/tensor_msgpack.h"
 #include "test/unit/core/serialize/serialize_testlib.h"
 
@@ -60,6 +62,21 @@ START_TEST(test_rich_graph_round_trip) {
   ck_assert_ptr_nonnull(tf_node_attr(y, "_class"));
   ck_assert_int_eq(tf_node_attr(y, "N")->u.i, 3);
   ck_assert_int_eq(tf_node_attr(y, "lte")->n, 3);
+  tf_graph_free(g);
+}
+END_TEST
+
+/* The rich graph's encoding is frozen: its length and CRC-32C are what
+ * the codec has always written (docs/graph-format.md), so a change in
+ * them is a format change, not a refactoring. */
+START_TEST(test_rich_graph_bytes_are_frozen) {
+  tf_graph *g = st_rich_graph();
+  void *buf;
+  size_t len;
+  encode(g, &buf, &len);
+  ck_assert_uint_eq(len, 1681);
+  ck_assert_uint_eq(tf_crc32c(buf, len), 0x899b21eau);
+  free(buf);
   tf_graph_free(g);
 }
 END_TEST
@@ -453,6 +470,7 @@ Suite *tt_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_rich_graph_round_trip);
+  tcase_add_test(tc, test_rich_graph_bytes_are_frozen);
   tcase_add_test(tc, test_empty_graph);
   tcase_add_test(tc, test_random_graphs_round_trip);
   tcase_add_test(tc, test_import_into_existing_graph);
