@@ -369,7 +369,10 @@ static const tf_op_spec nn_ops[] = {
      .attrs = {NN_FLOATS},
      .shape_fn = xent_shape,
      .doc = "Per-row cross-entropy of softmax(features [B,C]) against label "
-            "distributions [B,C], and its gradient."},
+            "distributions [B,C], and its gradient.",
+     .deviation = "features and labels must both be [batch, classes]; TF "
+                  "also broadcasts one against the other (e.g. labels [1, "
+                  "classes])"},
     {.name = "SparseSoftmaxCrossEntropyWithLogits",
      .inputs = {"features: T", "labels: Tlabels"},
      .outputs = {"loss: T", "backprop: T"},
