@@ -1,5 +1,7 @@
 /* gen_ops_doc.c: prints docs/ops.md from the op and kernel registries, so
- * the ops list cannot drift from the code. Run by `make docs`. */
+ * the ops list cannot drift from the code, and the audit of every op
+ * against TensorFlow's (from each spec's deviation field). Run by
+ * `make docs`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,86 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The file of tensorflow/core/ops/ that defines TF's op of this name: the
+ * op's own entry, else its family's. */
+static const char *tf_source(const tf_op_def *op) {
+  static const char *const k_files[][2] = {
+      {"BiasAdd", "nn_ops.cc"}, {"BiasAddGrad", "nn_ops.cc"},
+      {"Elu", "nn_ops.cc"}, {"EluGrad", "nn_ops.cc"},
+      {"Relu", "nn_ops.cc"}, {"ReluGrad", "nn_ops.cc"},
+      {"Relu6", "nn_ops.cc"}, {"Relu6Grad", "nn_ops.cc"},
+      {"Softplus", "nn_ops.cc"}, {"SoftplusGrad", "nn_ops.cc"},
+      {"MatrixDeterminant", "linalg_ops.cc"},
+      {"MatrixInverse", "linalg_ops.cc"},
+      {"DynamicPartition", "data_flow_ops.cc"},
+      {"DynamicStitch", "data_flow_ops.cc"},
+      {"Range", "math_ops.cc"}, {"UnsortedSegmentSum", "math_ops.cc"},
+      {"DecodeRaw", "parsing_ops.cc"}, {"NoOp", "no_op.cc"},
+      {"array", "array_ops.cc"}, {"array_index", "array_ops.cc"},
+      {"base", "array_ops.cc"}, {"grad_support", "array_ops.cc"},
+      {"control_flow", "control_flow_ops.cc"},
+      {"function", "function_ops.cc"}, {"io", "io_ops.cc"},
+      {"math_binary", "math_ops.cc"}, {"math_grad", "math_ops.cc"},
+      {"math_unary", "math_ops.cc"}, {"matrix", "math_ops.cc"},
+      {"reduction", "math_ops.cc"}, {"nn", "nn_ops.cc"},
+      {"queue", "data_flow_ops.cc"}, {"random", "random_ops.cc"},
+      {"sendrecv", "sendrecv_ops.cc"}, {"state", "state_ops.cc"},
+      {"training", "training_ops.cc"}};
+  const char *family = tf_op_family_of(op);
+  for (int pass = 0; pass < 2; pass++) {
+    const char *key = pass == 0 ? op->name : family;
+    for (size_t i = 0; i < sizeof k_files / sizeof k_files[0]; i++) {
+      if (strcmp(k_files[i][0], key) == 0) return k_files[i][1];
+    }
+  }
+  return "?";
+}
+
+static bool not_tf_op(const tf_op_def *op) {
+  static const char k_prefix[] = "not a TensorFlow op";
+  const char *dev = op->spec->deviation;
+  return dev != NULL && strncmp(dev, k_prefix, sizeof k_prefix - 1) == 0;
+}
+
+/* The "Audit against TensorFlow" section: a count, then one row per op. */
+static void print_audit(const tf_op_def *const *ops, int n) {
+  int n_match = 0, n_differ = 0, n_not_tf = 0;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(tf_op_family_of(ops[i]), "test") == 0) continue;
+    if (not_tf_op(ops[i])) n_not_tf++;
+    else if (ops[i]->spec->deviation != NULL) n_differ++;
+    else n_match++;
+  }
+  printf("\n## Audit against TensorFlow\n\n"
+         "Every op was compared with TensorFlow 2's op of the same name "
+         "(its REGISTER_OP in tensorflow/core/ops/, file in the second "
+         "column, with the attrs later releases added, e.g. MaxPool's "
+         "explicit_paddings; _Arg, _Retval, _Send and _Recv with TF's "
+         "internal ops) and with "
+         "the behaviour TF's kernels and API documentation give it: the "
+         "names, order and types of inputs and outputs, attr names, "
+         "allowed values and defaults, and the semantics (rounding, NaN, "
+         "negative and out-of-range indices, errors). \"matches\" means "
+         "all of these agree, so a graph written with TF's op names "
+         "means here what it means in TF. It allows an op to take fewer "
+         "dtypes than TF: this project has no complex128, quantized, "
+         "resource or variant dtypes and no string arithmetic, and some "
+         "dtypes and layouts have no CPU kernel (see the tables above); "
+         "such graphs fail with an error naming what is not supported "
+         "instead of computing something else. Otherwise the status says "
+         "what differs and why.\n\n"
+         "%d ops match, %d differ, %d are not TensorFlow ops.\n\n"
+         "| op | TensorFlow | status |\n|---|---|---|\n",
+         n_match, n_differ, n_not_tf);
+  for (int i = 0; i < n; i++) {
+    const tf_op_def *op = ops[i];
+    if (strcmp(tf_op_family_of(op), "test") == 0) continue;
+    printf("| %s | %s | ", op->name, not_tf_op(op) ? "—" : tf_source(op));
+    print_cell(op->spec->deviation != NULL ? op->spec->deviation : "matches");
+    printf(" |\n");
+  }
+}
+
 int main(void) {
   int n;
   const tf_op_def *const *ops = tf_op_all(&n);
@@ -124,5 +206,6 @@ int main(void) {
       printf(" |\n");
     }
   }
+  print_audit(ops, n);
   return 0;
 }

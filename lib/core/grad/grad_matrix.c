@@ -62,11 +62,15 @@ static tf_code matmul_grad(tf_grad_ctx *ctx) {
 
 /* ---- BatchMatMul -------------------------------------------------------- */
 
+/* x @ y (adjoints per ax, ay); hint "grad_x" or "grad_y" marks it as the
+ * gradient of that operand, as TF's gradient does (NULL: no hint). */
 static tf_output bmm(tf_grad_ctx *ctx, tf_output x, tf_output y, bool ax,
-                     bool ay) {
+                     bool ay, const char *hint) {
   tf_output in[2] = {x, y};
-  tf_attr_kv kv[2] = {{"adj_x", tf_attr_bool(ax)}, {"adj_y", tf_attr_bool(ay)}};
-  return tf__grad_op(ctx, "BatchMatMulV2", in, 2, kv, 2);
+  tf_attr_kv kv[3] = {{"adj_x", tf_attr_bool(ax)},
+                      {"adj_y", tf_attr_bool(ay)},
+                      {hint, tf_attr_bool(true)}};
+  return tf__grad_op(ctx, "BatchMatMulV2", in, 2, kv, hint != NULL ? 3 : 2);
 }
 
 /* The batch part (all but the last two dims) of x's static shape. */
@@ -132,17 +136,17 @@ static tf_code batch_matmul_grad(tf_grad_ctx *ctx) {
   tf_output x = tf__grad_in(ctx, 0), y = tf__grad_in(ctx, 1), g = ctx->dy[0];
   tf_output gx, gy;
   if (!ax && !ay) {
-    gx = bmm(ctx, g, y, false, true);
-    gy = bmm(ctx, x, g, true, false);
+    gx = bmm(ctx, g, y, false, true, "grad_x");
+    gy = bmm(ctx, x, g, true, false, "grad_y");
   } else if (!ax && ay) {
-    gx = bmm(ctx, g, y, false, false);
-    gy = bmm(ctx, g, x, true, false);
+    gx = bmm(ctx, g, y, false, false, "grad_x");
+    gy = bmm(ctx, g, x, true, false, "grad_y");
   } else if (ax && !ay) {
-    gx = bmm(ctx, y, g, false, true);
-    gy = bmm(ctx, x, g, false, false);
+    gx = bmm(ctx, y, g, false, true, "grad_x");
+    gy = bmm(ctx, x, g, false, false, "grad_y");
   } else {
-    gx = bmm(ctx, y, g, true, true);
-    gy = bmm(ctx, g, x, true, true);
+    gx = bmm(ctx, y, g, true, true, "grad_x");
+    gy = bmm(ctx, g, x, true, true, "grad_y");
   }
   ctx->dx[0].values = unbroadcast_batch(ctx, gx, x, y);
   ctx->dx[1].values = unbroadcast_batch(ctx, gy, y, x);
@@ -156,9 +160,9 @@ static tf_code matrix_inverse_grad(tf_grad_ctx *ctx) {
   TF_TRY(no_complex(ctx));
   TF_TRY(tf_node_attr_get_bool(ctx->node, "adjoint", &adj, ctx->st));
   tf_output ainv = tf__grad_out(ctx, 0);
-  tf_output inner = bmm(ctx, ctx->dy[0], ainv, adj, !adj);
+  tf_output inner = bmm(ctx, ctx->dy[0], ainv, adj, !adj, NULL);
   ctx->dx[0].values =
-      tf__grad_op1(ctx, "Neg", bmm(ctx, ainv, inner, !adj, false));
+      tf__grad_op1(ctx, "Neg", bmm(ctx, ainv, inner, !adj, false, NULL));
   return ctx->st->code;
 }
 

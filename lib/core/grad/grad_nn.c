@@ -20,8 +20,10 @@
 static const char *const conv_attrs[] = {
     "strides", "padding", "explicit_paddings", "data_format", "dilations",
     "use_cudnn_on_gpu"};
+/* explicit_paddings: MaxPool and MaxPoolGrad have it, the AvgPool pair
+ * does not; copy_attrs copies only what the forward node has. */
 static const char *const pool_attrs[] = {"ksize", "strides", "padding",
-                                         "data_format"};
+                                         "explicit_paddings", "data_format"};
 
 /* The forward node's attrs among names[0..n) that it has, into kv. */
 static int copy_attrs(const tf_grad_ctx *ctx, const char *const *names, int n,
@@ -115,7 +117,7 @@ static tf_code avg_pool_grad(tf_grad_ctx *ctx) {
 
 /* AvgPoolGrad is linear in its gradient input: d(grad) = AvgPool(dy). */
 static tf_code avg_pool_grad_grad(tf_grad_ctx *ctx) {
-  tf_attr_kv kv[4];
+  tf_attr_kv kv[TF_ARRAY_LEN(pool_attrs)];
   int n = copy_attrs(ctx, pool_attrs, N_POOL, kv);
   ctx->dx[1].values = tf__grad_op(ctx, "AvgPool", &DY, 1, kv, n);
   return ctx->st->code;

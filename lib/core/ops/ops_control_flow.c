@@ -84,7 +84,10 @@ static const tf_op_spec control_flow_ops[] = {
      .shape_fn = shape_enter,
      .flags = CF_FLAGS,
      .doc = "Moves data into the child frame frame_name (a loop); "
-            "is_constant makes it reach every iteration."},
+            "is_constant makes it reach every iteration.",
+     .deviation = "parallel_iterations must be >= 1 when the graph is "
+                  "built; TF's op sets no minimum, but its executor stalls "
+                  "a loop given 0"},
     {.name = "Exit",
      .inputs = {"data: T"},
      .outputs = {"output: T"},

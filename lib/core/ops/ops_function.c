@@ -15,7 +15,10 @@ static const tf_op_spec function_ops[] = {
      .shape_fn = shape_arg,
      .flags = TF_OP_SOURCE | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "Internal: the step's fed tensor number index (added by the "
-            "session for each feed)."},
+            "session for each feed).",
+     .deviation = "extra attr shape (default unknown): the fed tensor's "
+                  "shape, set by the session for shape inference; TF's "
+                  "_Arg has only T and index"},
     {.name = "_Retval",
      .inputs = {"input: T"},
      .attrs = {"T: type", "index: int >= 0"},

@@ -149,7 +149,9 @@ static const tf_op_spec io_ops[] = {
      .flags = READER_FLAGS | TF_OP_SOURCE,
      .doc = "A reader of IDX files (MNIST format; gzip detected when "
             "compression_type is ''): one record per entry of dim 0, "
-            "checked against dtype and record_shape; keys \"file:index\"."},
+            "checked against dtype and record_shape; keys \"file:index\".",
+     .deviation = "not a TensorFlow op: reads IDX files (MNIST's format) "
+                  "through the TF reader interface"},
     {.name = "ReaderRead",
      .inputs = {"reader_handle: Ref(string)", "queue_handle: Ref(string)"},
      .outputs = {"key: string", "value: string"},
@@ -193,7 +195,9 @@ static const tf_op_spec io_ops[] = {
      .shape_fn = shape_decode_raw,
      .flags = TF_OP_NOT_DIFFERENTIABLE,
      .doc = "Reinterprets each string's bytes as a vector of out_type "
-            "(all strings of one length, a multiple of the element size)."},
+            "(all strings of one length, a multiple of the element size).",
+     .deviation = "also takes out_type uint32 and uint64, which TF's "
+                  "DecodeRaw rejects"},
     {.name = "DecodeRawExamples",
      .inputs = {"bytes: string"},
      .outputs = {"output: out_type"},
@@ -207,14 +211,19 @@ static const tf_op_spec io_ops[] = {
      .doc = "Each string as one example: prod(shape) elements of raw_type "
             "(its length is checked), converted to out_type and multiplied "
             "by scale; bytes.shape + shape. DecodeRaw, Cast, Mul and "
-            "Reshape in one pass."},
+            "Reshape in one pass.",
+     .deviation = "not a TensorFlow op: DecodeRaw, Cast, Mul and Reshape "
+                  "fused for input pipelines"},
     {.name = "WriteTFRecords",
      .inputs = {"filename: string", "records: string"},
      .attrs = {"compression_type: {'', 'ZLIB', 'GZIP'} = ''"},
      .shape_fn = shape_write,
      .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "Writes every element of records, in order, as one TFRecord "
-            "file (created or truncated)."},
+            "file (created or truncated).",
+     .deviation = "not a TensorFlow op: writes a string tensor as a "
+                  "TFRecord file (TF has tf.io.TFRecordWriter and the "
+                  "dataset op DatasetToTFRecord for this)"},
 };
 
 TF_REGISTER_OPS("io", io_ops)

@@ -179,6 +179,10 @@ static tf_code clip_shape(tf_shape_ctx *ctx) {
   {name, {"x: " T, "y: " T}, {"z: " OUT}, {"T: " NUM_T},                       \
    tf_shape_fn_broadcast, flags, doc}
 #define ARITH(name, doc) BINARY(name, "T", "T", 0, doc)
+/* ARITH with the audit's note on how it differs from TensorFlow's op. */
+#define ARITH_DEV(name, doc, dev)                                              \
+  {name, {"x: T", "y: T"}, {"z: T"}, {"T: " NUM_T},                            \
+   tf_shape_fn_broadcast, 0, doc, dev}
 #define COMPARE(name, doc)                                                     \
   BINARY(name, "T", "bool", TF_OP_NOT_DIFFERENTIABLE, doc)
 
@@ -190,7 +194,9 @@ static tf_code clip_shape(tf_shape_ctx *ctx) {
 #define TMOD_T "{int32, int64, bfloat16, half, float, double}"
 
 static const tf_op_spec k_math_binary_ops[] = {
-    ARITH("Add", "x + y element-wise, with broadcasting."),
+    ARITH_DEV("Add", "x + y element-wise, with broadcasting.",
+              "also takes uint16, uint32 and uint64, which TF's Add rejects "
+              "(its AddV2 takes them)"),
     ARITH("Sub", "x - y element-wise, with broadcasting."),
     ARITH("Mul", "x * y element-wise, with broadcasting."),
     ARITH("Div", "x / y element-wise (integers truncate; dividing an integer "
@@ -224,8 +230,10 @@ static const tf_op_spec k_math_binary_ops[] = {
      .doc = "Remainder of the truncating division (C's % and fmod): the "
             "sign of x; an integer division by zero is an error. No "
             "gradient (TF defines none)."},
-    ARITH("Pow", "x ** y element-wise (integers to negative powers are an "
-                 "error)."),
+    ARITH_DEV("Pow", "x ** y element-wise (integers to negative powers are "
+                     "an error).",
+              "also takes uint8, uint16, uint32 and uint64; TF's Pow takes "
+              "signed integers only"),
     ARITH("Maximum", "max(x, y) element-wise; NaN wins."),
     ARITH("Minimum", "min(x, y) element-wise; NaN wins."),
     COMPARE("Greater", "x > y element-wise, with broadcasting."),

@@ -80,7 +80,10 @@ static const tf_op_spec math_unary_ops[] = {
      .attrs = {"SrcT: type", "DstT: type", "Truncate: bool = false"},
      .shape_fn = tf_shape_fn_unchanged,
      .doc = "Converts x from SrcT to DstT element-wise (float to int "
-            "truncates toward zero and saturates; NaN -> 0)."},
+            "truncates toward zero and saturates; NaN -> 0).",
+     .deviation = "float to integer saturates and maps NaN to 0, a defined "
+                  "result where TF's C++ conversion is undefined "
+                  "(platform-dependent, e.g. INT_MIN on x86)"},
 };
 
 TF_REGISTER_OPS("math_unary", math_unary_ops)

@@ -168,15 +168,11 @@ static tf_code matrix_determinant_shape(tf_shape_ctx *ctx) {
   return TF_OK;
 }
 
-#define BATCH_MATMUL_SPEC(op_name)                                             \
-  {.name = op_name,                                                            \
-   .inputs = {"x: T", "y: T"},                                                 \
-   .outputs = {"output: T"},                                                   \
-   .attrs = {"T: {bfloat16, half, float, double, int32, int64, complex64}",    \
-             "adj_x: bool = false", "adj_y: bool = false"},                    \
-   .shape_fn = batch_matmul_shape,                                             \
-   .doc = "Batched matrix product of x [..., M, K] and y [..., K, N] "         \
-          "(adj_x/adj_y transpose), batch dims broadcast."}
+#define BATCH_MATMUL_T                                                         \
+  "T: {bfloat16, half, float, double, int32, int64, complex64}"
+#define BATCH_MATMUL_DOC                                                       \
+  "Batched matrix product of x [..., M, K] and y [..., K, N] (adj_x/adj_y "    \
+  "transpose), batch dims broadcast."
 
 static const tf_op_spec matrix_ops[] = {
     {.name = "MatMul",
@@ -188,8 +184,24 @@ static const tf_op_spec matrix_ops[] = {
      .shape_fn = matmul_shape,
      .doc = "Matrix product of 2-D a [M, K] and b [K, N], optionally "
             "transposing either first."},
-    BATCH_MATMUL_SPEC("BatchMatMul"),
-    BATCH_MATMUL_SPEC("BatchMatMulV2"),
+    {.name = "BatchMatMul",
+     .inputs = {"x: T", "y: T"},
+     .outputs = {"output: T"},
+     .attrs = {BATCH_MATMUL_T, "adj_x: bool = false", "adj_y: bool = false"},
+     .shape_fn = batch_matmul_shape,
+     .doc = BATCH_MATMUL_DOC,
+     .deviation = "batch dims broadcast as in BatchMatMulV2; TF's "
+                  "BatchMatMul wants equal batch dims (every graph TF "
+                  "accepts computes the same here)"},
+    /* grad_x, grad_y: TF's hints that the product is the gradient of a
+     * BatchMatMul's x or y (set by its gradient); no effect on the result. */
+    {.name = "BatchMatMulV2",
+     .inputs = {"x: T", "y: T"},
+     .outputs = {"output: T"},
+     .attrs = {BATCH_MATMUL_T, "adj_x: bool = false", "adj_y: bool = false",
+               "grad_x: bool = false", "grad_y: bool = false"},
+     .shape_fn = batch_matmul_shape,
+     .doc = BATCH_MATMUL_DOC},
     {.name = "MatrixInverse",
      .inputs = {"input: T"},
      .outputs = {"output: T"},

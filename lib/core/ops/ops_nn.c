@@ -369,7 +369,10 @@ static const tf_op_spec nn_ops[] = {
      .attrs = {NN_FLOATS},
      .shape_fn = xent_shape,
      .doc = "Per-row cross-entropy of softmax(features [B,C]) against label "
-            "distributions [B,C], and its gradient."},
+            "distributions [B,C], and its gradient.",
+     .deviation = "features and labels must both be [batch, classes]; TF "
+                  "also broadcasts one against the other (e.g. labels [1, "
+                  "classes])"},
     {.name = "SparseSoftmaxCrossEntropyWithLogits",
      .inputs = {"features: T", "labels: Tlabels"},
      .outputs = {"loss: T", "backprop: T"},
@@ -394,15 +397,19 @@ static const tf_op_spec nn_ops[] = {
      .outputs = {"output: T"},
      .attrs = {"T: {half, bfloat16, float, double, int32, int64, uint8, int16, "
                "int8, uint16} = float",
-               "ksize: list(int)", "strides: list(int)",
+               "ksize: list(int) >= 4", "strides: list(int) >= 4",
                "padding: {'SAME', 'VALID'}",
+               "explicit_paddings: list(int) = []",
                "data_format: {'NHWC', 'NCHW'} = 'NHWC'"},
      .shape_fn = pool_shape,
-     .doc = "Maximum over spatial windows of input [N,H,W,C]."},
+     .doc = "Maximum over spatial windows of input [N,H,W,C].",
+     .deviation = "padding 'EXPLICIT' and data_format 'NCHW_VECT_C' are not "
+                  "supported; explicit_paddings is accepted empty, as TF "
+                  "writes it by default"},
     {.name = "AvgPool",
      .inputs = {"value: T"},
      .outputs = {"output: T"},
-     .attrs = {NN_FLOATS, "ksize: list(int)", "strides: list(int)",
+     .attrs = {NN_FLOATS, "ksize: list(int) >= 4", "strides: list(int) >= 4",
                "padding: {'SAME', 'VALID'}",
                "data_format: {'NHWC', 'NCHW'} = 'NHWC'"},
      .shape_fn = pool_shape,

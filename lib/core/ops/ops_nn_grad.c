@@ -281,13 +281,18 @@ static const tf_op_spec nn_grad_ops[] = {
     {.name = "MaxPoolGrad",
      .inputs = {"orig_input: T", "orig_output: T", "grad: T"},
      .outputs = {"output: T"},
-     .attrs = {POOL_ATTRS,
+     .attrs = {"ksize: list(int) >= 4", "strides: list(int) >= 4",
+               "padding: {'SAME', 'VALID'}",
+               "explicit_paddings: list(int) = []",
+               "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
                "T: {half, bfloat16, float, double, int32, int64, uint8, "
                "int16, int8, uint16} = float"},
      .shape_fn = max_pool_grad_shape,
      .flags = TF_OP_NOT_DIFFERENTIABLE,
      .doc = "Gradient of MaxPool: each window's gradient goes to the first "
-            "maximum of orig_input in the window (row-major order)."},
+            "maximum of orig_input in the window (row-major order).",
+     .deviation = "padding 'EXPLICIT' is not supported; explicit_paddings "
+                  "is accepted empty, as TF writes it by default"},
     {.name = "AvgPoolGrad",
      .inputs = {"orig_input_shape: int32", "grad: T"},
      .outputs = {"output: T"},

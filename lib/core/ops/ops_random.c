@@ -51,7 +51,7 @@ static tf_code random_uniform_int_shape(tf_shape_ctx *c) {
   return random_shape(c);
 }
 
-#define TF_RANDOM_FLOAT_OP(op_name, what)                                      \
+#define TF_RANDOM_FLOAT_OP(op_name, what, dev)                                 \
   {.name = op_name,                                                            \
    .inputs = {"shape: T"},                                                     \
    .outputs = {"output: dtype"},                                               \
@@ -59,20 +59,23 @@ static tf_code random_uniform_int_shape(tf_shape_ctx *c) {
              "T: {int32, int64}"},                                             \
    .shape_fn = random_shape,                                                   \
    .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,                         \
-   .doc = what}
+   .doc = what,                                                                \
+   .deviation = dev}
 
 static const tf_op_spec random_ops[] = {
     TF_RANDOM_FLOAT_OP("RandomUniform",
-                       "Uniform floats in [0, 1) of the given shape."),
+                       "Uniform floats in [0, 1) of the given shape.", NULL),
     TF_RANDOM_FLOAT_OP("RandomStandardNormal",
                        "Standard normal floats of the given shape "
-                       "(Box-Muller)."),
+                       "(Box-Muller).", NULL),
     TF_RANDOM_FLOAT_OP("RandomNormal",
                        "Alias of RandomStandardNormal: standard normal "
-                       "floats of the given shape."),
+                       "floats of the given shape.",
+                       "not a TensorFlow op: an alias of "
+                       "RandomStandardNormal, the name TF uses"),
     TF_RANDOM_FLOAT_OP("TruncatedNormal",
                        "Standard normal floats of the given shape, redrawn "
-                       "until within 2 standard deviations."),
+                       "until within 2 standard deviations.", NULL),
     {.name = "RandomUniformInt",
      .inputs = {"shape: T", "minval: Tout", "maxval: Tout"},
      .outputs = {"output: Tout"},

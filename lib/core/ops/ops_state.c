@@ -85,12 +85,15 @@ static tf_code shape_scatter(tf_shape_ctx *c) {
 }
 
 #define ARITH_T "T: {float, double, int32, int64}"
+/* TF's defaults: true for Assign and ScatterUpdate, false for the
+ * arithmetic updates. The kernels lock the variable whatever it says. */
 #define LOCKING "use_locking: bool = true"
-#define SCATTER(op, t, what)                                                   \
+#define NO_LOCKING "use_locking: bool = false"
+#define SCATTER(op, t, locking, what)                                          \
   {.name = op,                                                                 \
    .inputs = {"ref: Ref(T)", "indices: Tindices", "updates: T"},               \
    .outputs = {"output_ref: Ref(T)"},                                          \
-   .attrs = {t, "Tindices: {int32, int64}", "use_locking: bool = true"},       \
+   .attrs = {t, "Tindices: {int32, int64}", locking},                          \
    .shape_fn = shape_scatter,                                                  \
    .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,                       \
    .doc = what " rows ref[indices[...]] by updates (under the variable's "    \
@@ -116,7 +119,7 @@ static const tf_op_spec state_ops[] = {
     {.name = "AssignAdd",
      .inputs = {"ref: Ref(T)", "value: T"},
      .outputs = {"output_ref: Ref(T)"},
-     .attrs = {ARITH_T, LOCKING},
+     .attrs = {ARITH_T, NO_LOCKING},
      .shape_fn = merge_ref_value,
      .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "ref += value (always under the variable's lock; use_locking is "
@@ -124,14 +127,17 @@ static const tf_op_spec state_ops[] = {
     {.name = "AssignSub",
      .inputs = {"ref: Ref(T)", "value: T"},
      .outputs = {"output_ref: Ref(T)"},
-     .attrs = {ARITH_T, LOCKING},
+     .attrs = {ARITH_T, NO_LOCKING},
      .shape_fn = merge_ref_value,
      .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,
      .doc = "ref -= value (always under the variable's lock; use_locking is "
             "accepted for TF); outputs the same ref."},
-    SCATTER("ScatterUpdate", "T: type", "Replaces (last duplicate wins)"),
-    SCATTER("ScatterAdd", ARITH_T, "Adds to (duplicates accumulate)"),
-    SCATTER("ScatterSub", ARITH_T, "Subtracts from (duplicates accumulate)"),
+    SCATTER("ScatterUpdate", "T: type", LOCKING,
+            "Replaces (last duplicate wins)"),
+    SCATTER("ScatterAdd", ARITH_T, NO_LOCKING,
+            "Adds to (duplicates accumulate)"),
+    SCATTER("ScatterSub", ARITH_T, NO_LOCKING,
+            "Subtracts from (duplicates accumulate)"),
     {.name = "IsVariableInitialized",
      .inputs = {"ref: Ref(dtype)"},
      .outputs = {"is_initialized: bool"},

@@ -147,6 +147,16 @@ static tf_code shape_apply(tf_shape_ctx *c) {
    .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,                         \
    .doc = what " Outputs the same ref as var."}
 #define ARGS(...) {__VA_ARGS__}
+/* UPDATE with the audit's note on how it differs from TensorFlow. */
+#define UPDATE_DEV(op, in, attr_list, what, dev)                               \
+  {.name = op,                                                                 \
+   .inputs = in,                                                               \
+   .outputs = OUT,                                                             \
+   .attrs = attr_list,                                                         \
+   .shape_fn = shape_apply,                                                    \
+   .flags = TF_OP_STATEFUL | TF_OP_NOT_DIFFERENTIABLE,                         \
+   .doc = what " Outputs the same ref as var.",                                \
+   .deviation = dev}
 
 static const tf_op_spec training_ops[] = {
     UPDATE("ApplyGradientDescent",
@@ -211,7 +221,7 @@ static const tf_op_spec training_ops[] = {
            "- m) * (1 - beta1); v += (grad^2 - v) * (1 - beta2); var -= lr_t "
            "* m / (sqrt(v) + epsilon) (Nesterov: m replaced by beta1 * m + "
            "(1 - beta1) * grad)."),
-    UPDATE("SparseApplyAdam",
+    UPDATE_DEV("SparseApplyAdam",
            ARGS("var: Ref(T)", "m: Ref(T)", "v: Ref(T)", "beta1_power: T",
                 "beta2_power: T", "lr: T", "beta1: T", "beta2: T",
                 "epsilon: T", "grad: T", "indices: Tindices"),
@@ -220,7 +230,10 @@ static const tf_op_spec training_ops[] = {
            "of m and v decays (m = beta1 * m, v = beta2 * v), the rows "
            "grad[i] (duplicates summed) are added, m += (1 - beta1) * g, "
            "v += (1 - beta2) * g^2, then every row of var moves as in "
-           "ApplyAdam."),
+           "ApplyAdam.",
+           "not a TensorFlow op: the non-lazy Adam update that TF's Adam "
+           "optimizer builds from several ops for a sparse gradient, in "
+           "one kernel"),
 };
 
 TF_REGISTER_OPS("training", training_ops)

@@ -132,6 +132,38 @@ START_TEST(test_every_op_documented) {
 }
 END_TEST
 
+/* The audit notes (docs/ops.md, "Audit against TensorFlow") are one
+ * clause each; the ops TF lacks say so first, then what they are for. */
+START_TEST(test_deviation_notes_well_formed) {
+  static const char k_not_tf[] = "not a TensorFlow op: ";
+  const char *not_tf[] = {"DecodeRawExamples", "IdxRecordReader",
+                          "RandomNormal", "SparseApplyAdam", "WriteTFRecords"};
+  int n;
+  const tf_op_def *const *all = tf_op_all(&n);
+  for (int i = 0; i < n; i++) {
+    const char *dev = all[i]->spec->deviation;
+    if (dev == NULL) continue;
+    size_t len = strlen(dev);
+    ck_assert_msg(len > 0 && strchr(dev, '\n') == NULL && dev[len - 1] != '.',
+                  "op %s: deviation must be one clause on one line: '%s'",
+                  all[i]->name, dev);
+    if (strncmp(dev, "not a", 5) == 0) {
+      ck_assert_msg(strncmp(dev, k_not_tf, sizeof k_not_tf - 1) == 0 &&
+                        len > sizeof k_not_tf,
+                    "op %s: '%s' must read '%s<what it is for>'",
+                    all[i]->name, dev, k_not_tf);
+    }
+  }
+  for (size_t i = 0; i < sizeof not_tf / sizeof not_tf[0]; i++) {
+    const tf_op_def *d = tf_op_lookup(not_tf[i]);
+    ck_assert_msg(d != NULL && d->spec->deviation != NULL &&
+                      strncmp(d->spec->deviation, k_not_tf,
+                              sizeof k_not_tf - 1) == 0,
+                  "%s is not a TF op and must say so", not_tf[i]);
+  }
+}
+END_TEST
+
 START_TEST(test_shape_helpers) {
   tf_graph *g = tf_graph_new();
   tf_status st;
@@ -166,6 +198,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_parse_type_list_args);
   tcase_add_test(tc, test_lookup_and_listing);
   tcase_add_test(tc, test_every_op_documented);
+  tcase_add_test(tc, test_deviation_notes_well_formed);
   tcase_add_test(tc, test_shape_helpers);
   suite_add_tcase(s, tc);
   return s;

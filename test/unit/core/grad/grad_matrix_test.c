@@ -6,7 +6,9 @@
  * atol 1e-8 / rtol 1e-7; the inverse and determinant are checked on
  * well-conditioned matrices (3I + U(-1, 1)) with atol 1e-6 / rtol 1e-5.
  * Structural checks: MatMul's gradients are MatMuls flagged grad_a/grad_b
- * with no Transpose nodes; static batch broadcasting folds its axes. */
+ * with no Transpose nodes, BatchMatMul's and BatchMatMulV2's are
+ * BatchMatMulV2s flagged grad_x/grad_y (as TF's); static batch
+ * broadcasting folds its axes. */
 #include <check.h>
 
 #include "test/unit/core/grad/grad_testlib.h"
@@ -62,6 +64,38 @@ START_TEST(test_matmul_structure) {
       ck_assert_int_eq(tf_node_attr_get_bool(dx[i].node, i ? "grad_b" : "grad_a",
                                              &flag, &st), TF_OK);
       ck_assert(flag);
+      ck_assert(tf_shape_equal(tf_node_output_shape(dx[i].node, 0),
+                               tf_node_output_shape(x[i].node, 0)));
+    }
+    tf_graph_free(g);
+  }
+}
+END_TEST
+
+/* With equal batch dims dx and dy are the BatchMatMulV2 products
+ * themselves, flagged grad_x for x's and grad_y for y's. */
+START_TEST(test_batch_matmul_structure) {
+  const char *ops[2] = {"BatchMatMul", "BatchMatMulV2"};
+  for (int c = 0; c < 8; c++) {
+    bool ax = c & 1, ay = c & 2;
+    tf_graph *g = tf_graph_new();
+    tf_output x[2] = {
+        gt_o(tt_placeholder(g, "a", TF_FLOAT32, t2(GT_SHAPE(2, 3, 4), ax))),
+        gt_o(tt_placeholder(g, "b", TF_FLOAT32, t2(GT_SHAPE(2, 4, 5), ay)))};
+    tf_attr_kv kv[2] = {{"adj_x", tf_attr_bool(ax)}, {"adj_y", tf_attr_bool(ay)}};
+    tf_output y = gt_o(tt_node(g, ops[c >> 2], "y", x, 2, kv, 2));
+    tf_output dx[2];
+    tf_status st;
+    tf_status_init(&st);
+    ck_assert_int_eq(tf_gradients(g, &y, 1, x, 2, NULL, dx, &st), TF_OK);
+    for (int i = 0; i < 2; i++) {
+      ck_assert_str_eq(tf_node_op(dx[i].node), "BatchMatMulV2");
+      bool mine = false, other = true;
+      ck_assert_int_eq(tf_node_attr_get_bool(dx[i].node, i ? "grad_y" : "grad_x",
+                                             &mine, &st), TF_OK);
+      ck_assert_int_eq(tf_node_attr_get_bool(dx[i].node, i ? "grad_x" : "grad_y",
+                                             &other, &st), TF_OK);
+      ck_assert(mine && !other);
       ck_assert(tf_shape_equal(tf_node_output_shape(dx[i].node, 0),
                                tf_node_output_shape(x[i].node, 0)));
     }
@@ -186,6 +220,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_matmul);
   tcase_add_test(tc, test_matmul_structure);
   tcase_add_test(tc, test_batch_matmul);
+  tcase_add_test(tc, test_batch_matmul_structure);
   tcase_add_test(tc, test_batch_matmul_broadcast);
   tcase_add_test(tc, test_batch_matmul_static_folds);
   tcase_add_test(tc, test_matrix_inverse);

@@ -8,8 +8,9 @@
  * (ranks 2 and 3), both softmax cross-entropies through the loss output
  * and through the backprop output, L2Loss, and a small conv net's loss.
  * Also checks TF's structure: labels of the sparse cross-entropy get no
- * gradient, and the loss-only gradient of a cross-entropy adds no Softmax
- * (the backprop output's zero gradient is recognised). */
+ * gradient, the loss-only gradient of a cross-entropy adds no Softmax
+ * (the backprop output's zero gradient is recognised), and MaxPool's
+ * explicit_paddings reaches its MaxPoolGrad (AvgPoolGrad has none). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -170,6 +171,40 @@ START_TEST(test_avg_pool) {
   check_pool("AvgPool", rnd(tf_shape_of(4, 2, 5, 7, 2), -1, 1), 3, 2, "SAME");
   check_pool("AvgPool", rnd(tf_shape_of(4, 1, 5, 5, 3), -1, 1), 3, 1, "SAME");
   check_pool("AvgPool", rnd(tf_shape_of(4, 3, 7, 5, 2), -1, 1), 2, 1, "VALID");
+}
+END_TEST
+
+/* MaxPool with TF's explicit_paddings written out: the same gradient, and
+ * the MaxPoolGrad node carries the attr, as TF's _MaxPoolGrad passes it. */
+START_TEST(test_max_pool_explicit_paddings) {
+  int64_t ks[4] = {1, 3, 2, 1}, sd[4] = {1, 2, 1, 1};
+  tf_attr_kv kv[4] = {{"ksize", tf_attr_int_list(ks, 4)},
+                      {"strides", tf_attr_int_list(sd, 4)},
+                      {"padding", tf_attr_string("SAME")},
+                      {"explicit_paddings", tf_attr_int_list(NULL, 0)}};
+  tf_tensor *x = spaced(tf_shape_of(4, 2, 5, 4, 2));
+  tt_grad_check_op("MaxPool", &x, 1, false, kv, 4, 0, NULL, ATOL, RTOL);
+  tf_tensor_unref(x);
+  const char *ops[2] = {"MaxPool", "AvgPool"};
+  for (int i = 0; i < 2; i++) {
+    tf_graph *g = tf_graph_new();
+    tf_output in = out0(tt_placeholder(g, "x", TF_FLOAT32,
+                                       tf_shape_of(4, 2, 5, 4, 2)));
+    tf_output y = out0(tt_node(g, ops[i], "y", &in, 1, kv, i == 0 ? 4 : 3));
+    tf_output dx;
+    tf_status st;
+    tf_status_init(&st);
+    ck_assert_int_eq(tf_gradients(g, &y, 1, &in, 1, NULL, &dx, &st), TF_OK);
+    ck_assert_str_eq(tf_node_op(dx.node), i == 0 ? "MaxPoolGrad"
+                                                 : "AvgPoolGrad");
+    const tf_attr_value *v = tf_node_attr(dx.node, "explicit_paddings");
+    if (i == 0) {
+      ck_assert(v != NULL && v->is_list && v->n == 0);
+    } else {
+      ck_assert_ptr_null(v);
+    }
+    tf_graph_free(g);
+  }
 }
 END_TEST
 
@@ -349,6 +384,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_conv2d_dynamic_shapes);
   tcase_add_test(tc, test_conv_backprops);
   tcase_add_test(tc, test_max_pool);
+  tcase_add_test(tc, test_max_pool_explicit_paddings);
   tcase_add_test(tc, test_avg_pool);
   tcase_add_test(tc, test_avg_pool_grad_grad);
   tcase_add_test(tc, test_softmax);

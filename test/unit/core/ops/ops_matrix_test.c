@@ -210,6 +210,27 @@ START_TEST(ops_registered) {
 }
 END_TEST
 
+/* TF's attrs: MatMul's grad_a/grad_b and BatchMatMulV2's grad_x/grad_y
+ * hints default to false; BatchMatMul (v1) has none of them. */
+START_TEST(gradient_hint_attrs) {
+  const char *names[3] = {"MatMul", "BatchMatMul", "BatchMatMulV2"};
+  const char *hints[4] = {"grad_a", "grad_b", "grad_x", "grad_y"};
+  for (int i = 0; i < 3; i++) {
+    const tf_op_def *op = tf_op_lookup(names[i]);
+    for (int k = 0; k < 4; k++) {
+      bool want = (i == 0 && k < 2) || (i == 2 && k >= 2);
+      const tf_attr_def *a = tf_op_find_attr(op, hints[k]);
+      ck_assert_msg((a != NULL) == want, "%s: attr %s %s", names[i],
+                    hints[k], want ? "missing" : "unexpected");
+      if (a != NULL) {
+        ck_assert_int_eq(a->type, TF_ATTR_BOOL);
+        ck_assert(a->has_default && !a->default_value.u.b);
+      }
+    }
+  }
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("ops_matrix");
   TCase *tc = tcase_create("shapes");
@@ -220,6 +241,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, linalg_shapes);
   tcase_add_test(tc, linalg_errors);
   tcase_add_test(tc, ops_registered);
+  tcase_add_test(tc, gradient_hint_attrs);
   suite_add_tcase(s, tc);
   return s;
 }

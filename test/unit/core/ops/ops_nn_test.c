@@ -273,6 +273,7 @@ START_TEST(test_pool_shapes) {
   static const char *ops[] = {"MaxPool", "AvgPool"};
   const int64_t k3[] = {1, 3, 3, 1}, s2[] = {1, 2, 2, 1}, s1[] = {1, 1, 1, 1};
   const int64_t kd[] = {1, 1, 1, 2}, kb[] = {2, 1, 1, 1};
+  const int64_t k5[] = {1, 3, 3, 1, 1};
   tf_attr_kv kv[3];
   for (int i = 0; i < 2; i++) {
     arg a = F(SHAPE(U, 7, 8, 3));
@@ -289,8 +290,13 @@ START_TEST(test_pool_shapes) {
     /* rows: (2 - 3 + 1) / 1 = 0 is allowed, as in TF; cols: -1 is not */
     expect_error(ops[i], &a, 1, kv, pool_kv(kv, k3, 4, s1, "VALID"),
                  TF_INVALID_ARGUMENT, "cols", "negative", NULL);
+    /* TF's "ksize: list(int) >= 4" when the node is built; more than 4
+     * values fail in the window check */
     expect_error(ops[i], &a, 1, kv, pool_kv(kv, k3, 3, s1, "VALID"),
-                 TF_INVALID_ARGUMENT, "ksize", "got 3", NULL);
+                 TF_INVALID_ARGUMENT, "'ksize' has 3 elements",
+                 "at least 4 required", NULL);
+    expect_error(ops[i], &a, 1, kv, pool_kv(kv, k5, 5, s1, "VALID"),
+                 TF_INVALID_ARGUMENT, "ksize", "got 5", NULL);
     expect_error(ops[i], &a, 1, kv, pool_kv(kv, kd, 4, s1, "VALID"),
                  TF_UNIMPLEMENTED, "depth", NULL, NULL);
     expect_error(ops[i], &a, 1, kv, pool_kv(kv, kb, 4, s1, "VALID"),

@@ -50,6 +50,8 @@ START_TEST(test_specs) {
   const char *stateful[] = {"VariableV2", "Assign",        "AssignAdd",
                             "AssignSub",  "ScatterUpdate", "ScatterAdd",
                             "ScatterSub", "IsVariableInitialized"};
+  /* TF's use_locking defaults (state_ops.cc), in the order above. */
+  const bool locking[] = {false, true, false, false, true, false, false};
   for (size_t i = 0; i < sizeof stateful / sizeof *stateful; i++) {
     const tf_op_def *d = tf_op_lookup(stateful[i]);
     ck_assert_msg(d != NULL, "%s", stateful[i]);
@@ -64,7 +66,10 @@ START_TEST(test_specs) {
       ck_assert_str_eq(d->outputs[0].name, "output_ref");
       ck_assert(d->outputs[0].is_ref);
       ck_assert_ptr_nonnull(tf_op_find_attr(d, "use_locking"));
-      ck_assert(tf_op_find_attr(d, "use_locking")->default_value.u.b);
+      ck_assert_msg(tf_op_find_attr(d, "use_locking")->default_value.u.b ==
+                        locking[i],
+                    "%s: use_locking defaults to %d, TF's to %d", stateful[i],
+                    !locking[i], locking[i]);
     }
   }
   const tf_op_def *v = tf_op_lookup("VariableV2");

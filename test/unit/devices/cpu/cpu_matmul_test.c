@@ -400,6 +400,29 @@ START_TEST(bmm_vs_numpy) {
 }
 END_TEST
 
+/* grad_x / grad_y are hints only: any setting gives numpy's product. */
+START_TEST(bmm_gradient_hints_vs_numpy) {
+  tf_tensor *in[] = {tt_rand(TF_FLOAT64, SHAPE(2, 3, 4), -1, 1),
+                     tt_rand(TF_FLOAT64, SHAPE(2, 4, 5), -1, 1)};
+  tf_tensor *want[1] = {NULL};
+  int n = tt_numpy("outs.append(np.matmul(ins[0], ins[1]))", in, 2, want, 1);
+  for (int c = 0; c < 4; c++) {
+    tf_attr_kv attrs[] = {{"grad_x", tf_attr_bool(c & 1)},
+                          {"grad_y", tf_attr_bool(c & 2)}};
+    tf_tensor *got = tt_run1("BatchMatMulV2", in, 2, attrs, 2);
+    tt_assert_shape(got, 3, 2, 3, 5);
+    if (n >= 0) {
+      ck_assert_int_eq(n, 1);
+      /* k = 4 products of values in [-1, 1]. */
+      tt_assert_close(got, want[0], 4 * 4 * DBL_EPSILON, 0);
+    }
+    tf_tensor_unref(got);
+  }
+  tf_tensor_unref(want[0]);
+  tt_free(in, 2);
+}
+END_TEST
+
 START_TEST(bmm_bad_inputs) {
   tf_tensor *in[] = {tt_rand(TF_FLOAT32, SHAPE(2, 3, 4), -1, 1),
                      tt_rand(TF_FLOAT32, SHAPE(3, 4, 5), -1, 1)};
@@ -434,6 +457,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tb, bmm_size_regimes);
   tcase_add_test(tb, bmm_empty);
   tcase_add_test(tb, bmm_vs_numpy);
+  tcase_add_test(tb, bmm_gradient_hints_vs_numpy);
   tcase_add_test(tb, bmm_bad_inputs);
   suite_add_tcase(s, tb);
   return s;

@@ -7,7 +7,8 @@
  * overlap (one work unit per image) and that do not (one per output row),
  * and more channels than the kernel's 64-channel block. A hand-worked case
  * pins tie and NaN routing. Bad inputs must give INVALID_ARGUMENT naming
- * the problem, from shape inference and from the kernels.
+ * the problem, from shape inference and from the kernels. MaxPoolGrad takes
+ * TF's explicit_paddings attr empty (same result) and rejects it non-empty.
  *
  * Tolerance: MaxPoolGrad adds up to KH*KW window gradients into one element
  * in the kernel's dtype, the reference in float64: relative 1e-7 * KH*KW
@@ -261,6 +262,31 @@ static void both_fail(const char *op, tf_tensor **in, int n,
                 m2, what);
 }
 
+/* explicit_paddings = [] (TF's default, written out) routes as without it. */
+START_TEST(test_explicit_paddings) {
+  pool_case c = {2, 7, 6, 3, 3, 2, 2, 2, "SAME"};
+  pool_attrs a;
+  make_attrs(&c, &a);
+  tf_attr_kv kv[4] = {a.kv[0], a.kv[1], a.kv[2],
+                      {"explicit_paddings", tf_attr_int_list(NULL, 0)}};
+  tf_tensor *x = tie_input(TF_FLOAT64, tf_shape_of(4, 2, 7, 6, 3));
+  tf_tensor *y = tt_run1("MaxPool", &x, 1, kv, 4);
+  tf_tensor *grad = tt_rand(TF_FLOAT64, y->shape, -1, 1);
+  tf_tensor *in[3] = {x, y, grad};
+  tf_tensor *got = tt_run1("MaxPoolGrad", in, 3, kv, 4);
+  tf_tensor *want = ref_grad(&c, true, x, grad);
+  tt_assert_close(got, want, 1e-15 * 6, 1e-15 * 6); /* <= 6 adds per cell */
+  int64_t eight[8] = {0, 0, 1, 1, 1, 1, 0, 0};
+  kv[3].value = tf_attr_int_list(eight, 8);
+  const char *msg = tt_run_fail("MaxPoolGrad", in, 3, kv, 4,
+                                TF_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(msg, "explicit_paddings must be empty") != NULL, "%s",
+                msg);
+  tf_tensor *all[] = {x, y, grad, got, want};
+  tt_free(all, 5);
+}
+END_TEST
+
 START_TEST(test_errors) {
   pool_case c = {2, 6, 6, 3, 2, 2, 2, 2, "VALID"};
   pool_attrs a;
@@ -322,6 +348,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_random);
   tcase_add_test(tc, test_shapes);
   tcase_add_test(tc, test_hand_worked);
+  tcase_add_test(tc, test_explicit_paddings);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_shape_inference);
   suite_add_tcase(s, tc);

@@ -1,7 +1,10 @@
 /* cpu_pool_test.c: MaxPool and AvgPool on CPU against direct float64 loops
  * written here (own padding arithmetic), on random shapes: batch 1-3, odd
  * sizes, windows 1-4, strides 1-3, SAME and VALID, windows larger than the
- * input under SAME, one channel, plus hand-worked TF values.
+ * input under SAME, one channel, plus hand-worked TF values. MaxPool takes
+ * TF's explicit_paddings attr empty (as TF writes it) with the same result,
+ * and rejects it non-empty and padding EXPLICIT; AvgPool has no such attr
+ * (as in TF).
  *
  * Tolerance: MaxPool selects an input element, so results must be exact in
  * every dtype. AvgPool sums at most 16 float32 values in [-1, 1) and divides
@@ -131,6 +134,41 @@ START_TEST(test_pool_shapes) {
 }
 END_TEST
 
+START_TEST(test_pool_explicit_paddings) {
+  const pool_case cases[] = {{2, 7, 5, 3, 3, 2, 2, 1, "SAME"},
+                             {1, 9, 8, 2, 2, 3, 2, 2, "VALID"}};
+  int64_t eight[8] = {0, 0, 1, 1, 1, 1, 0, 0};
+  for (size_t i = 0; i < TF_ARRAY_LEN(cases); i++) {
+    const pool_case *p = &cases[i];
+    int64_t k[4] = {1, p->kh, p->kw, 1}, s[4] = {1, p->sh, p->sw, 1};
+    tf_attr_kv kv[] = {{"ksize", tf_attr_int_list(k, 4)},
+                       {"strides", tf_attr_int_list(s, 4)},
+                       {"padding", tf_attr_string(p->pad)},
+                       {"explicit_paddings", tf_attr_int_list(NULL, 0)}};
+    tf_tensor *x = tt_rand(TF_FLOAT32, tf_shape_of(4, p->n, p->h, p->w, p->c),
+                           -1, 1);
+    tf_tensor *got = tt_run1("MaxPool", &x, 1, kv, 4);
+    tf_tensor *want = ref_pool(p, x, true);
+    tt_assert_close(got, want, 0, 0);
+    kv[3].value = tf_attr_int_list(eight, 8);
+    const char *msg = tt_run_fail("MaxPool", &x, 1, kv, 4, TF_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "explicit_paddings must be empty") != NULL, "%s",
+                  msg);
+    kv[2].value = tf_attr_string("EXPLICIT");
+    msg = tt_run_fail("MaxPool", &x, 1, kv, 4, TF_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "'padding' = 'EXPLICIT' is not one of the "
+                              "allowed values") != NULL, "%s", msg);
+    kv[2].value = tf_attr_string(p->pad);
+    kv[3].value = tf_attr_int_list(NULL, 0);
+    msg = tt_run_fail("AvgPool", &x, 1, kv, 4, TF_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "unknown attr 'explicit_paddings'") != NULL, "%s",
+                  msg);
+    tf_tensor *all[] = {x, got, want};
+    tt_free(all, 3);
+  }
+}
+END_TEST
+
 START_TEST(test_pool_hand_worked) {
   /* 3x3 image 1..9, 2x2 window, stride 2, SAME: TF pads bottom and right
    * only, so windows hold {1,2,4,5}, {3,6}, {7,8}, {9}; the average divides
@@ -184,8 +222,13 @@ START_TEST(test_pool_errors) {
   const int64_t k3[] = {1, 3, 3}, k4[] = {1, 3, 3, 1}, kb[] = {2, 1, 1, 1};
   const int64_t kd[] = {1, 1, 1, 2}, kn[] = {1, 1, 3, 3}, s1[] = {1, 1, 1, 1};
   const char *msg;
+  /* TF's "ksize: list(int) >= 4", checked when the node is built */
   msg = pool_fail("MaxPool", k3, 3, s1, "SAME", "NHWC", 5, TF_INVALID_ARGUMENT);
-  ck_assert_msg(strstr(msg, "ksize") && strstr(msg, "got 3"), "%s", msg);
+  ck_assert_msg(strstr(msg, "'ksize' has 3 elements, at least 4 required"),
+                "%s", msg);
+  msg = pool_fail("AvgPool", k3, 3, s1, "SAME", "NHWC", 5, TF_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(msg, "'ksize' has 3 elements, at least 4 required"),
+                "%s", msg);
   msg = pool_fail("AvgPool", k4, 4, s1, "VALID", "NHWC", 1, TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(msg, "negative") && strstr(msg, "rows"), "%s", msg);
   msg = pool_fail("AvgPool", kb, 4, s1, "VALID", "NHWC", 5, TF_INVALID_ARGUMENT);
@@ -210,6 +253,7 @@ Suite *tt_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_pool_random);
   tcase_add_test(tc, test_pool_shapes);
+  tcase_add_test(tc, test_pool_explicit_paddings);
   tcase_add_test(tc, test_pool_hand_worked);
   tcase_add_test(tc, test_pool_empty);
   tcase_add_test(tc, test_pool_errors);

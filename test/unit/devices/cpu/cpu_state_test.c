@@ -9,9 +9,10 @@
  * output_ref chains to the same variable; IsVariableInitialized;
  * shared_name sharing and its dtype/shape conflicts; resetting the default
  * container or "c2" leaves the other alone; two sessions are separate; 8
- * threads of 1,000 AssignAdd steps give the exact total with 1 and 4
- * inter-op threads; a concurrent reader only sees whole snapshots; the
- * kernels refuse to run eagerly. */
+ * threads of 1,000 AssignAdd and ScatterSub steps (duplicate indices) give
+ * the exact total with 1 and 4 inter-op threads, with use_locking left at
+ * TF's default false (the kernels lock anyway); a concurrent reader only
+ * sees whole snapshots; the kernels refuse to run eagerly. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -598,11 +599,11 @@ typedef struct adder {
 
 static void *add_loop(void *arg) {
   adder *a = arg;
-  const char *targets[] = {"add_i", "add_f"};
+  const char *targets[] = {"add_i", "add_f", "sub_s"};
   tf_run_options o = {.timeout_ms = 20000};
   tf_status st;
   for (int i = 0; i < ADD_STEPS; i++) {
-    if (tf_session_run(a->s, &o, NULL, NULL, 0, NULL, NULL, 0, targets, 2,
+    if (tf_session_run(a->s, &o, NULL, NULL, 0, NULL, NULL, 0, targets, 3,
                        NULL, &st) != TF_OK) {
       a->failures++;
       memcpy(a->msg, st.msg, sizeof a->msg);
@@ -620,15 +621,31 @@ START_TEST(test_concurrent_assign_add) {
     op2(g, "Assign", "init_i", vi,
         constant(g, "zi", tf_tensor_vec_i64(3, (int64_t[]){0, 0, 0})));
     op2(g, "Assign", "init_f", vf, constant(g, "zf", tf_tensor_scalar_f32(0)));
-    op2(g, "AssignAdd", "add_i", vi,
+    tf_node *vs = var(g, "vs", TF_FLOAT32, tf_shape_of(1, 3), "", "");
+    op2(g, "Assign", "init_s", vs,
+        constant(g, "zs", tf_tensor_vec_f32(3, (float[]){0, 0, 0})));
+    tf_node *add = op2(g, "AssignAdd", "add_i", vi,
         constant(g, "di", tf_tensor_vec_i64(3, (int64_t[]){1, 2, 3})));
     op2(g, "AssignAdd", "add_f", vf,
         constant(g, "df", tf_tensor_scalar_f32(0.25f)));
+    tf_node *sub = op3(g, "ScatterSub", "sub_s", vs,
+        constant(g, "is", tf_tensor_vec_i32(3, (int32_t[]){2, 0, 2})),
+        constant(g, "us", tf_tensor_vec_f32(3, (float[]){0.5f, 1, 0.5f})));
+    bool lock = true;
+    tf_status st;
+    ck_assert_int_eq(tf_node_attr_get_bool(add, "use_locking", &lock, &st),
+                     TF_OK);
+    ck_assert(!lock);
+    ck_assert_int_eq(tf_node_attr_get_bool(sub, "use_locking", &lock, &st),
+                     TF_OK);
+    ck_assert(!lock);
     op1(g, "Identity", "ri", vi);
     op1(g, "Identity", "rf", vf);
+    op1(g, "Identity", "rs", vs);
     tf_session *s = session(g, inter_op[c]);
     run_target(s, "init_i", 0, NULL, NULL);
     run_target(s, "init_f", 0, NULL, NULL);
+    run_target(s, "init_s", 0, NULL, NULL);
     adder a[ADD_THREADS];
     pthread_t th[ADD_THREADS];
     for (int i = 0; i < ADD_THREADS; i++) {
@@ -641,13 +658,16 @@ START_TEST(test_concurrent_assign_add) {
                     a[i].msg);
     }
     const int64_t n = ADD_THREADS * ADD_STEPS;
-    tf_tensor *ri = fetch(s, "ri"), *rf = fetch(s, "rf");
+    tf_tensor *ri = fetch(s, "ri"), *rf = fetch(s, "rf"), *rs = fetch(s, "rs");
     tf_tensor *wi = tf_tensor_vec_i64(3, (int64_t[]){n, 2 * n, 3 * n});
     tf_tensor *wf = tf_tensor_scalar_f32(0.25f * (float)n); /* exact */
+    tf_tensor *ws = tf_tensor_vec_f32(3, (float[]){-(float)n, 0,
+                                                   -(float)n}); /* exact */
     tt_assert_close(ri, wi, 0, 0);
     tt_assert_close(rf, wf, 0, 0);
-    tf_tensor *arr[] = {ri, rf, wi, wf};
-    tt_free(arr, 4);
+    tt_assert_close(rs, ws, 0, 0);
+    tf_tensor *arr[] = {ri, rf, rs, wi, wf, ws};
+    tt_free(arr, 6);
     tf_session_free(s);
     tf_graph_free(g);
   }
