@@ -190,7 +190,6 @@ static tf_code clip_shape(tf_shape_ctx *ctx) {
  * complex128, and of Mod and TruncateMod. */
 #define DIV_T "{bfloat16, half, float, double, uint8, int8, uint16, int16, " \
               "int32, uint32, uint64, int64, complex64}"
-#define NO_COMPLEX128 "T omits complex128, a dtype this system does not have."
 #define TMOD_T "{int32, int64, bfloat16, half, float, double}"
 
 static const tf_op_spec k_math_binary_ops[] = {
@@ -205,14 +204,12 @@ static const tf_op_spec k_math_binary_ops[] = {
      .attrs = {"T: " DIV_T}, .shape_fn = tf_shape_fn_broadcast,
      .flags = TF_OP_NOT_DIFFERENTIABLE,
      .doc = "x / y rounded toward -inf (floats: floor(x / y)), with "
-            "broadcasting; an integer division by zero is an error.",
-     .deviation = NO_COMPLEX128},
+            "broadcasting; an integer division by zero is an error."},
     {.name = "TruncateDiv", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
      .attrs = {"T: " DIV_T}, .shape_fn = tf_shape_fn_broadcast,
      .flags = TF_OP_NOT_DIFFERENTIABLE,
      .doc = "x / y rounded toward zero as in C (floats: trunc(x / y)), with "
-            "broadcasting; an integer division by zero is an error.",
-     .deviation = NO_COMPLEX128},
+            "broadcasting; an integer division by zero is an error."},
     {.name = "FloorMod", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
      .attrs = {"T: {int8, int16, int32, int64, uint8, uint16, uint32, "
                "uint64, bfloat16, half, float, double}"},
