@@ -2,6 +2,9 @@
 #   make              build build/lib/libtf.a, build/lib/libtf.so and the programs
 #   make check        install missing deps, build and run every unit test
 #   make SANITIZE=address,undefined check   the same under sanitizers
+#   make lint         scripts/lint.py: layer direction, purpose comments, lengths,
+#                     libtf.so's exported symbols, cppcheck (LINT_RULES="layers purpose"
+#                     runs only those rules)
 #   make bench-matmul MatMul kernel vs direct cblas_sgemm
 #   make docs         regenerate docs/ops.md from the op registry
 # Sources are found by globbing: a new lib/ file or test/unit/*_test.c is
@@ -96,7 +99,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz
+.PHONY: all deps check lint test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz
 all: info $(STATIC) $(SHARED) $(CMD_BINS)
 
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -156,11 +159,20 @@ $(BUILD)/test/%: $(BUILD)/obj/test/%.o $(TESTUTIL_OBJS) $(STATIC)
 
 # check: the README's test command. Installs what is missing, then builds
 # and runs every unit test binary in a sub-make (so pkg-config sees the
-# freshly installed packages).
+# freshly installed packages). A full run also tests the lint itself
+# (test/lint/lint_test.py, a few seconds).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) $(CMD_BINS) >/dev/null
 	@$(MAKE) --no-print-directory test-run
+	@$(if $(TESTS)$(SANITIZE),:,/usr/bin/python3 test/lint/lint_test.py)
+
+# lint: every rule of scripts/lint.py over the tree; the symbols rule reads
+# the shared library, so it is built first. LINT_RULES="layers length" limits it.
+LINT_RULES ?=
+lint: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) $(SHARED) >/dev/null
+	@/usr/bin/python3 scripts/lint.py --lib $(SHARED) --jobs $(JOBS) $(foreach r,$(LINT_RULES),--rule $(r))
 
 test-run: info $(STATIC) $(TEST_BINS)
 	@scripts/run-tests.sh $(TEST_BINS)

@@ -8,7 +8,7 @@ PKGS=(
   build-essential pkg-config
   libuv1-dev libnng-dev libmsgpack-dev libyaml-dev check
   libopenblas-dev libdnnl-dev zlib1g-dev libsystemd-dev
-  python3-numpy python3-yaml
+  python3-numpy python3-yaml cppcheck
   dataset-fashion-mnist
 )
 # Optional extras: installed with INSTALL_EXTRAS=1 (the PyTorch reference of

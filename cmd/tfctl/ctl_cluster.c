@@ -193,7 +193,13 @@ static tf_code fail_up(ctl_task *ts, int n, int64_t timeout_ms, char **details,
     append_task(msg, sizeof msg, t, extra);
     char *tail = tf_ctl_file_tail(t->log, 10, "  ");
     size_t need = strlen(t->log) + strlen(tail) + 64;
-    d = realloc(d, dcap += need);
+    char *grown = realloc(d, dcap + need);
+    if (grown == NULL) {
+      free(tail);
+      break; /* out of memory: the details gathered so far */
+    }
+    d = grown;
+    dcap += need;
     dlen += (size_t)snprintf(d + dlen, dcap - dlen, "%s:\n%s", t->log, tail);
     free(tail);
   }

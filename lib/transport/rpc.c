@@ -257,6 +257,7 @@ static nng_msg *serve_one(tf_rpc_server *s, nng_msg *m) {
     dedup_finish(&s->dd, id, reply);
   }
   tf_wire_msg_free(req);
+  /* cppcheck-suppress returnDanglingLifetime ; s->h returns a new message */
   return reply;
 }
 

@@ -349,7 +349,9 @@ static tf_code build_prefetch(tf_graph *g, const tf_input_options *o,
                       {"shapes", tf_attr_shape_list(bs, n)},
                       {"capacity", tf_attr_int(cap)}};
   tf_node *q = add(g, "FIFOQueue", "batch_queue", NULL, 0, false, qa, 3, st);
-  in[0] = q ? out0(q) : in[0];
+  if (q != NULL) {
+    in[0] = out0(q);
+  }
   tf_node *enq = q ? add(g, "QueueEnqueue", "enqueue_batch", in, n + 1, true,
                          NULL, 0, st) : NULL;
   const char *closers[2];

@@ -323,7 +323,9 @@ tf_code tf_layers_variable(tf_layers *l, const char *name, tf_shape shape,
                            tf_dtype dtype, const tf_initializer *init,
                            bool trainable, tf_output *out, tf_status *st) {
   tf_status local;
-  st = st ? st : &local;
+  if (st == NULL) {
+    st = &local;
+  }
   tf_status_init(st);
   *out = tf__layers_var(l, name, shape, dtype, init, trainable, st);
   return st->code;
@@ -331,7 +333,9 @@ tf_code tf_layers_variable(tf_layers *l, const char *name, tf_shape shape,
 
 tf_node *tf_layers_init_op(tf_layers *l, const char *name, tf_status *st) {
   tf_status local;
-  st = st ? st : &local;
+  if (st == NULL) {
+    st = &local;
+  }
   tf_status_init(st);
   if (l->n_vars == 0) {
     tf_status_set(st, TF_INVALID_ARGUMENT, "init op: the layers context has "

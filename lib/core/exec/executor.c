@@ -71,7 +71,7 @@ static tf_code assign_frame(tf_executor *e, const tf_node *n, tf_status *st) {
   exec_item *it = &e->items[n->id];
   int f = 0;
   const tf_node *first = NULL;
-  for (int i = 0; i < n->n_inputs + n->n_control && first == NULL; i++) {
+  for (int i = 0; i < n->n_inputs + n->n_control; i++) {
     const tf_node *src = i < n->n_inputs ? n->inputs[i].node : n->control[i - n->n_inputs];
     if (is_back_edge(src)) continue;
     if (src->id >= n->id) {
@@ -80,6 +80,7 @@ static tf_code assign_frame(tf_executor *e, const tf_node *n, tf_status *st) {
     }
     first = src;
     f = out_frame(e, src);
+    break;
   }
   if (f < 0) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' (%s) takes the "

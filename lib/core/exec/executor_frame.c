@@ -79,6 +79,7 @@ static uint64_t frame_id(const frame_state *parent, int64_t parent_iter,
 
 frame_state *tf__frame_new(exec_step *s, int sfi, frame_state *parent,
                            iter_state *parent_is) {
+  TF_ASSERT((parent == NULL) == (parent_is == NULL));
   const exec_frame *sf = &s->e->frames[sfi];
   frame_state *f = tf__xcalloc(1, sizeof *f);
   f->sf = sf;
@@ -92,7 +93,7 @@ frame_state *tf__frame_new(exec_step *s, int sfi, frame_state *parent,
   f->iters[0] = iter_new(sf, 0);
   f->n_outstanding_iters = 1;
   f->n_pending_inputs = sf->n_enters;
-  if (parent_is != NULL) {
+  if (parent != NULL) {
     f->sibling = parent_is->children;
     parent_is->children = f;
     parent_is->outstanding_frames++;

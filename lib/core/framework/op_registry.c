@@ -308,7 +308,7 @@ static void build_registry(void) {
   for (tf_op_family *f = families; f; f = f->next) {
     for (size_t i = 0; i < f->n; i++) {
       tf_op_def *d = parse_spec(&f->specs[i]);
-      d->doc = d->doc; /* family recorded below after sorting */
+      /* the family is recorded below, after sorting */
       ops[n_ops++] = d;
       (void)f->family;
     }

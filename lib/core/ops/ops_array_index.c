@@ -76,6 +76,7 @@ static tf_code range_size_int(tf_shape_ctx *c, int64_t s, int64_t l,
   }
   uint64_t span = d > 0 ? (uint64_t)l - (uint64_t)s : (uint64_t)s - (uint64_t)l;
   uint64_t step = d > 0 ? (uint64_t)d : 0 - (uint64_t)d;
+  /* cppcheck-suppress zerodivcond ; d != 0 was checked above */
   uint64_t n = span / step + (span % step != 0);
   if (n > (uint64_t)INT64_MAX) {
     return tf_shape_error(c, "Range from %" PRId64 " to %" PRId64 " by %" PRId64

@@ -125,6 +125,7 @@ static tf_code shape_apply(tf_shape_ctx *c) {
       TF_TRY(check_scalar(c, i, name));
     }
   }
+  TF_ASSERT(gi > 0); /* every Apply op has a "grad" or "delta" input */
   if (ii < 0) {
     TF_TRY(merge_into(c, &var, gi, d->inputs[gi].name));
   } else {

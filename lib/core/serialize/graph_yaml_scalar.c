@@ -295,7 +295,7 @@ static decimal dec_step(decimal d, int dir) {
 /* Writes d (with v's sign) the way "%.*g" with precision d.p would, plus
  * a ".0" where the mantissa has no point: "0.015625", "1.0e+20". */
 static void dec_text(decimal d, double v, char *buf, size_t size) {
-  char dig[24];
+  char dig[24] = {0};
   uint64_t m = d.m;
   for (int i = d.p - 1; i >= 0; i--, m /= 10) {
     dig[i] = (char)('0' + m % 10);

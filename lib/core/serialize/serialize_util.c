@@ -66,6 +66,7 @@ tf_code tf__read_file(const char *path, char **buf, size_t *len,
     free(data);
     return os_error(st, "cannot read", path, err);
   }
+  /* cppcheck-suppress nullPointer ; err is ENOMEM when data is NULL */
   data[n] = '\0';
   *buf = data;
   *len = n;

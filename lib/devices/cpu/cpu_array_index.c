@@ -19,7 +19,7 @@
 /* ---- shared helpers ------------------------------------------------------- */
 
 char *tf__index_coords(const tf_shape *s, int64_t i, char *buf, size_t size) {
-  int64_t c[TF_MAX_RANK];
+  int64_t c[TF_MAX_RANK] = {0};
   for (int k = s->rank - 1; k >= 0; k--) {
     int64_t d = s->dims[k] > 0 ? s->dims[k] : 1;
     c[k] = i % d;
@@ -136,6 +136,7 @@ static tf_code range_size_int(tf_kernel_ctx *ctx, int64_t s, int64_t l,
   }
   uint64_t span = d > 0 ? (uint64_t)l - (uint64_t)s : (uint64_t)s - (uint64_t)l;
   uint64_t step = d > 0 ? (uint64_t)d : 0 - (uint64_t)d;
+  /* cppcheck-suppress zerodivcond ; d != 0 was checked above */
   uint64_t n = span / step + (span % step != 0);
   if (n > (uint64_t)INT64_MAX) {
     return tf_kernel_error(ctx, TF_INVALID_ARGUMENT,

@@ -72,8 +72,8 @@ static tf_code broadcast_dims(tf_bcast *bc, int n_in,
  * pads to rank 2; then sets contiguous strides per operand. */
 static void collapse(tf_bcast *bc, int n_in, const tf_shape *const *in) {
   int R = bc->out.rank, r = 0;
-  unsigned flags[TF_MAX_RANK + 2];
-  int64_t dims[TF_MAX_RANK + 2];
+  unsigned flags[TF_MAX_RANK + 2] = {0};
+  int64_t dims[TF_MAX_RANK + 2] = {0};
   for (int i = 0; i < R; i++) {
     if (bc->out.dims[i] == 1) {
       continue;

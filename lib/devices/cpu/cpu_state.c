@@ -254,7 +254,7 @@ typedef struct scatter_arg {
 
 /* "[1,2]": the position of flat index i in a tensor of shape s. */
 static char *position_str(const tf_shape *s, int64_t i, char *buf, size_t n) {
-  int64_t pos[TF_MAX_RANK];
+  int64_t pos[TF_MAX_RANK] = {0};
   for (int d = s->rank - 1; d >= 0; d--) {
     pos[d] = s->dims[d] ? i % s->dims[d] : 0;
     i = s->dims[d] ? i / s->dims[d] : 0;
