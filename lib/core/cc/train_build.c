@@ -124,22 +124,6 @@ tf_dtype tf__tb_dtype(tf_output o) {
 
 /* ---- variables ------------------------------------------------------------ */
 
-/* Whether a partial shape s can be the fully defined shape d. */
-static bool shape_fits(const tf_shape *d, const tf_shape *s) {
-  if (s->rank == TF_UNKNOWN_RANK) {
-    return true;
-  }
-  if (s->rank != d->rank) {
-    return false;
-  }
-  for (int i = 0; i < d->rank; i++) {
-    if (s->dims[i] != TF_UNKNOWN_DIM && s->dims[i] != d->dims[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 static tf_code check_variable_args(tf__tb *b, const char *name, tf_shape shape,
                                    tf_dtype dtype, tf_output init) {
   char s1[96], s2[96];
@@ -157,7 +141,8 @@ static tf_code check_variable_args(tf__tb *b, const char *name, tf_shape shape,
                                  : "missing");
   }
   const tf_shape *is = tf_node_output_shape(init.node, init.index);
-  if (!shape_fits(&shape, is)) {
+  tf_shape merged; /* shape is fully defined: is fits it when they merge */
+  if (tf_shape_merge(&shape, is, &merged, NULL) != TF_OK) {
     return tf__tb_fail(b, "variable %s has shape %s; its initial value has "
                        "shape %s", name, tf_shape_str(&shape, s1, sizeof s1),
                        tf_shape_str(is, s2, sizeof s2));

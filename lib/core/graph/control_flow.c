@@ -104,21 +104,6 @@ static tf_code check_outputs_in(const tf_graph *g, const char *label,
   return TF_OK;
 }
 
-static bool shapes_compatible(const tf_shape *a, const tf_shape *b) {
-  if (a->rank == TF_UNKNOWN_RANK || b->rank == TF_UNKNOWN_RANK) {
-    return true;
-  }
-  if (a->rank != b->rank) {
-    return false;
-  }
-  for (int d = 0; d < a->rank; d++) {
-    if (a->dims[d] >= 0 && b->dims[d] >= 0 && a->dims[d] != b->dims[d]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 /* "cond_1/" -> "cond_1" */
 static void scope_label(const tf_graph *g, char *buf, size_t size) {
   snprintf(buf, size, "%s", tf__graph_scope(g));
@@ -429,7 +414,8 @@ static tf_code check_next(loop_build *L, int i) {
   }
   const tf_shape *vs = tf_node_output_shape(v.node, v.index);
   const tf_shape *xs = tf_node_output_shape(x.node, x.index);
-  if (!shapes_compatible(vs, xs)) {
+  tf_shape merged;
+  if (tf_shape_merge(vs, xs, &merged, NULL) != TF_OK) {
     return tf_status_set(L->st, TF_INVALID_ARGUMENT, "%s: loop variable %d "
                          "has shape %s before the loop but %s after one "
                          "iteration", L->label, i, tf_shape_str(vs, a, sizeof a),
