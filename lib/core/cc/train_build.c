@@ -16,20 +16,14 @@
 
 void tf__tb_begin(tf__tb *b, tf_graph *g, tf_status *st) {
   tf_status_init(st);
-  *b = (tf__tb){g, st, g->n_nodes, g->n_scopes};
+  *b = (tf__tb){g, st, tf__graph_mark(g)};
 }
 
 tf_code tf__tb_end(tf__tb *b) {
-  tf_graph *g = b->g;
-  while (g->n_scopes > b->depth) {
-    tf_graph_pop_scope(g);
-  }
   if (b->st->code != TF_OK) {
-    while (g->n_nodes > b->start) {
-      tf_node *n = g->nodes[--g->n_nodes];
-      tf__strmap_del(&g->by_name, n->name);
-      tf__node_free(n);
-    }
+    tf__graph_rollback(b->g, &b->mark);
+  } else {
+    tf__graph_commit(b->g, &b->mark);
   }
   return b->st->code;
 }
