@@ -1,12 +1,80 @@
 /* algorithm.h: the graph algorithms the rest of the system shares, each
- * in one place: marks that roll a graph back to an earlier state (the
- * control-flow, gradient and training builders). Marks live in graph.c,
- * beside the layout they undo. Not public API. */
+ * in one place: topological order (import, validation, placement,
+ * partitioning), while-loop frame inference (executor, partitioning) and
+ * marks that roll a graph back to an earlier state (the control-flow,
+ * gradient and training builders). Order and frames are in algorithm.c;
+ * marks live in graph.c, beside the layout they undo. Not public API. */
 #ifndef TF_CORE_GRAPH_ALGORITHM_H
 #define TF_CORE_GRAPH_ALGORITHM_H
 
 #include "tf/graph.h"
 #include "tf/status.h"
+
+/* ---- topological order -------------------------------------------------- */
+
+/* An edge of a directed graph over ids 0..n-1: dst depends on src. */
+typedef struct tf__edge {
+  int src, dst;
+} tf__edge;
+
+/* Orders the ids 0..n-1 so that every edge goes forward (src before dst)
+ * and writes them to order[0..n). Ties: of the ids whose sources are all
+ * placed, the lowest comes next (Kahn's algorithm over a min-heap), so ids
+ * already in a topological order come back unchanged and the result does
+ * not depend on the order of the edges. Parallel edges are allowed; edges
+ * must name ids in [0, n). O((n + n_edges) log n).
+ * Returns -1 when every id is placed. When the edges have a cycle, returns
+ * an id on one: walking back from the lowest unplaced id, each time to
+ * its lowest unplaced source, until an id repeats, the lowest id of the
+ * cycle found; order then holds only the ids placed before (fewer than n).
+ * n == 0 is allowed (order is not touched). */
+int tf__topo_order(int n, const tf__edge *edges, int n_edges, int *order);
+
+/* Fills order[0..num_nodes) (order may be NULL: only checks) with g's
+ * node ids in a topological order over data and control edges, ignoring
+ * edges out of NextIteration nodes (TF_OP_BACK_EDGE: loop back edges),
+ * with tf__topo_order's tie rule (lowest id first: the identity for a
+ * graph whose ids are topological, which builders and import guarantee).
+ * INVALID_ARGUMENT "graph has a cycle through node 'b' (Identity) that
+ * does not pass through a NextIteration node", naming a node on such a
+ * cycle, otherwise. */
+tf_code tf__graph_topo_order(const tf_graph *g, int *order, tf_status *st);
+
+/* ---- while-loop frames -------------------------------------------------- */
+
+/* A frame: the root (index 0) or one while loop's, named by the
+ * frame_name attr of the Enter nodes that feed it. */
+typedef struct tf__frame {
+  const char *name;     /* "" for the root; borrowed from the graph */
+  int parent;           /* -1 for the root */
+  const tf_node *enter; /* its first Enter in topological order; NULL for the root */
+} tf__frame;
+
+/* Which frame every node of a graph runs in. */
+typedef struct tf__frames {
+  int n_frames;
+  tf__frame *frames;    /* frames[0] is the root; parents come first */
+  int *node_frame;      /* per node id: the frame the node runs in */
+  int *out_frame;       /* per node id: the frame its outputs live in */
+} tf__frames;
+
+/* Infers the static frames of g as TensorFlow's executor does. Nodes are
+ * visited in topological order (tf__graph_topo_order); a node runs in the
+ * frame of its first input (data inputs, then control inputs) that is not
+ * a back edge, or in the root frame when it has none. Its outputs live in
+ * that frame too, except an Enter's, which live in the child frame named
+ * by its frame_name attr, and an Exit's, which live in its frame's parent.
+ * Frame names are global: two Enters naming one frame must run in the
+ * same frame (its parent). On success *f owns its arrays (free them with
+ * tf__frames_fini). Errors (INVALID_ARGUMENT naming the node; *f is then
+ * empty): a cycle without NextIteration, an Enter without a non-empty
+ * frame_name, a frame entered from two different frames ("node 'e'
+ * (Enter) enters frame 'w' from the root frame, but it is also entered
+ * from frame 'v'"), an Exit in the root frame ("node 'x' (Exit) is not
+ * inside a loop (its input is in the root frame)"). */
+tf_code tf__graph_frames(const tf_graph *g, tf__frames *f, tf_status *st);
+/* Frees f's arrays and zeroes it; NULL-safe, and safe on a zeroed f. */
+void tf__frames_fini(tf__frames *f);
 
 /* ---- marks: rolling a graph back ---------------------------------------- */
 

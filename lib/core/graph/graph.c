@@ -1,7 +1,7 @@
 /* graph.c: graph storage, naming (scopes, uniquing), node accessors, the
- * edits control-flow builders make to finished nodes, marks that roll all
- * of that back (algorithm.h), and validation. Building and importing
- * nodes is in graph_build.c. */
+ * edits control-flow builders make to finished nodes, and marks that roll
+ * all of that back (algorithm.h). Building and importing nodes is in
+ * graph_build.c; orders and frames in algorithm.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,61 +440,8 @@ void tf_node_def_fini(tf_node_def *def) {
   memset(def, 0, sizeof *def);
 }
 
-/* Kahn's algorithm over data and control edges, ignoring edges out of
- * TF_OP_BACK_EDGE ops (NextIteration: loop back edges). Nodes left over
- * lie on a cycle. */
+/* Every cycle passes through a NextIteration: a topological order exists
+ * once back edges are ignored. */
 tf_code tf_graph_validate(const tf_graph *g, tf_status *st) {
-  int n = g->n_nodes;
-  int *pending = tf__xcalloc((size_t)n + 1, sizeof *pending);
-  int *count = tf__xcalloc((size_t)n + 1, sizeof *count); /* out-edge counts */
-  for (int i = 0; i < n; i++) {
-    const tf_node *v = g->nodes[i];
-    for (int k = 0; k < v->n_inputs + v->n_control; k++) {
-      const tf_node *src = k < v->n_inputs ? v->inputs[k].node
-                                           : v->control[k - v->n_inputs];
-      if (src->op->flags & TF_OP_BACK_EDGE) continue;
-      pending[i]++;
-      count[src->id]++;
-    }
-  }
-  /* CSR of out-edges. */
-  int *off = tf__xcalloc((size_t)n + 1, sizeof *off);
-  for (int i = 0; i < n; i++) off[i + 1] = off[i] + count[i];
-  int *edges = tf__xcalloc((size_t)off[n] + 1, sizeof *edges);
-  memset(count, 0, (size_t)n * sizeof *count);
-  for (int i = 0; i < n; i++) {
-    const tf_node *v = g->nodes[i];
-    for (int k = 0; k < v->n_inputs + v->n_control; k++) {
-      const tf_node *src = k < v->n_inputs ? v->inputs[k].node
-                                           : v->control[k - v->n_inputs];
-      if (src->op->flags & TF_OP_BACK_EDGE) continue;
-      edges[off[src->id] + count[src->id]++] = i;
-    }
-  }
-  int *queue = tf__xcalloc((size_t)n + 1, sizeof *queue);
-  int head = 0, tail = 0;
-  for (int i = 0; i < n; i++) {
-    if (pending[i] == 0) queue[tail++] = i;
-  }
-  while (head < tail) {
-    int v = queue[head++];
-    for (int e = off[v]; e < off[v + 1]; e++) {
-      if (--pending[edges[e]] == 0) queue[tail++] = edges[e];
-    }
-  }
-  tf_code rc = TF_OK;
-  if (tail < n) {
-    int bad = 0;
-    while (pending[bad] == 0) bad++;
-    rc = tf_status_set(st, TF_INVALID_ARGUMENT,
-                       "graph has a cycle through node '%s' (%s) that does "
-                       "not pass through a NextIteration node",
-                       g->nodes[bad]->name, g->nodes[bad]->op->name);
-  }
-  free(pending);
-  free(count);
-  free(off);
-  free(edges);
-  free(queue);
-  return rc;
+  return tf__graph_topo_order(g, NULL, st);
 }
