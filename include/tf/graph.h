@@ -128,7 +128,10 @@ typedef struct tf_node_def {
 
 /* Adds the nodes described by defs to g in one batch: names may refer to
  * nodes already in g or anywhere in the batch (cycles allowed only through
- * NextIteration). Attrs absent from a def get the op's defaults. On error
+ * NextIteration). The new nodes get ids in a topological order (edges out
+ * of NextIteration aside): each def's position when the defs are already
+ * in one, else producers first with ties going to the earlier def. Attrs
+ * absent from a def get the op's defaults. On error
  * nothing is added and the status names the node and what was wrong
  * (unknown op, unknown input, wrong arity or dtype, missing attr,
  * duplicate name, cycle). */

@@ -50,6 +50,16 @@ char *tf_shape_str(const tf_shape *s, char *buf, size_t size);
  * unknown gives unknown). INVALID_ARGUMENT naming both shapes on conflict. */
 tf_code tf_shape_broadcast(const tf_shape *a, const tf_shape *b, tf_shape *out,
                            tf_status *st);
+/* Merges two partially known shapes into the most specific shape both
+ * describe (TF's TensorShape.merge_with): an unknown rank (< 0) takes the
+ * other side's rank and dims, an unknown dim (< 0) the other side's dim;
+ * unknown stays TF_UNKNOWN_RANK / TF_UNKNOWN_DIM. On a conflict (both ranks
+ * known and different, or one dim known on both sides with different
+ * values) INVALID_ARGUMENT naming both shapes and where they differ
+ * ("shapes [2,3] and [2,4] are incompatible: dimension 1 is 3 vs 4"), and
+ * *out is left as it was. out may be a or b; st may be NULL. */
+tf_code tf_shape_merge(const tf_shape *a, const tf_shape *b, tf_shape *out,
+                       tf_status *st);
 
 typedef struct tf_buffer tf_buffer; /* opaque refcounted storage */
 

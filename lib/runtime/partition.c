@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/base/strmap.h"
 #include "lib/core/base/util.h"
@@ -44,66 +45,13 @@ typedef struct parter {
   const uint64_t *inc;
   int nd;
   int *order;
-  int *out_frame;     /* per node: the frame its outputs live in (0: root) */
-  const char **frame_name;
-  int *frame_parent;
-  int n_frames;
+  tf__frames frames;  /* out_frame: where each node's outputs live (0: root) */
   xfer **xs;          /* per source node */
   int *n_xs;
   tf__strmap names;   /* generated names */
   pbuild *parts;      /* per device */
   tf_status *st;
 } parter;
-
-/* ---- frames ------------------------------------------------------------------------ */
-
-static bool op_is(const tf_node *v, const char *a, const char *b) {
-  return strcmp(v->op->name, a) == 0 || strcmp(v->op->name, b) == 0;
-}
-
-static int child_frame(parter *p, const char *name, int parent) {
-  for (int f = 1; f < p->n_frames; f++) {
-    if (p->frame_parent[f] == parent && strcmp(p->frame_name[f], name) == 0) {
-      return f;
-    }
-  }
-  int f = p->n_frames++;
-  p->frame_name = tf__xrealloc(p->frame_name, (size_t)p->n_frames * sizeof *p->frame_name);
-  p->frame_parent = tf__xrealloc(p->frame_parent, (size_t)p->n_frames * sizeof(int));
-  p->frame_name[f] = name;
-  p->frame_parent[f] = parent;
-  return f;
-}
-
-/* As the executor: a node runs in the frame of its first forward input;
- * Enter's outputs live in the frame named by frame_name, Exit's in the
- * parent. Malformed loops are left for the executor to report. */
-static void find_frames(parter *p) {
-  p->n_frames = 1;
-  p->frame_name = tf__xcalloc(1, sizeof *p->frame_name);
-  p->frame_parent = tf__xcalloc(1, sizeof(int));
-  p->frame_name[0] = "";
-  p->frame_parent[0] = -1;
-  for (int k = 0; k < p->g->n_nodes; k++) {
-    const tf_node *v = p->g->nodes[p->order[k]];
-    int f = 0;
-    for (int i = 0; i < v->n_inputs + v->n_control; i++) {
-      const tf_node *src = i < v->n_inputs ? v->inputs[i].node : v->control[i - v->n_inputs];
-      if (!(src->op->flags & TF_OP_BACK_EDGE)) {
-        f = p->out_frame[src->id];
-        break;
-      }
-    }
-    const char *name = NULL;
-    if (op_is(v, "Enter", "RefEnter") &&
-        tf_node_attr_get_string(v, "frame_name", &name, NULL) == TF_OK && name != NULL) {
-      f = child_frame(p, name, f);
-    } else if (op_is(v, "Exit", "RefExit") && f > 0) {
-      f = p->frame_parent[f];
-    }
-    p->out_frame[v->id] = f;
-  }
-}
 
 /* ---- edges that cross devices ------------------------------------------------------ */
 
@@ -139,13 +87,13 @@ static tf_code add_xfer(parter *p, const tf_node *src, int port, const tf_node *
                          "crosses from %s to %s (a ref edge must stay on one device)",
                          e, p->devs[sd].name, p->devs[dd].name);
   }
-  int f = p->out_frame[src->id];
+  int f = p->frames.out_frame[src->id];
   if (f != 0) {
     return tf_status_set(p->st, TF_UNIMPLEMENTED, "cannot partition %s: it crosses "
                          "from %s to %s inside while loop frame '%s'; cross-device "
                          "edges in loops are not supported (place the loop on one "
                          "device)", e, p->devs[sd].name, p->devs[dd].name,
-                         p->frame_name[f]);
+                         p->frames.frames[f].name);
   }
   if (find_xfer(p, src->id, port, dd) == NULL) {
     p->xs[src->id] = tf__xrealloc(p->xs[src->id], (size_t)(p->n_xs[src->id] + 1) * sizeof(xfer));
@@ -426,9 +374,7 @@ static void parter_fini(parter *p) {
   free(p->n_xs);
   free(p->parts);
   free(p->order);
-  free(p->out_frame);
-  free(p->frame_name);
-  free(p->frame_parent);
+  tf__frames_fini(&p->frames);
   tf__strmap_fini(&p->names);
 }
 
@@ -485,14 +431,15 @@ tf_code tf_partition_graph(const tf_graph *g, const int *assign,
   size_t n = (size_t)g->n_nodes;
   parter p = {.g = g, .assign = assign, .devs = devs, .inc = incarnations, .nd = n_devs,
               .order = tf__xcalloc(n + 1, sizeof(int)),
-              .out_frame = tf__xcalloc(n + 1, sizeof(int)),
               .xs = tf__xcalloc(n + 1, sizeof(xfer *)),
               .n_xs = tf__xcalloc(n + 1, sizeof(int)),
               .parts = tf__xcalloc((size_t)n_devs, sizeof(pbuild)), .st = st};
   tf__strmap_init(&p.names);
-  rc = tf__place_topo_order(g, p.order, st);
+  rc = tf__graph_topo_order(g, p.order, st);
   if (rc == TF_OK) {
-    find_frames(&p);
+    rc = tf__graph_frames(g, &p.frames, st);
+  }
+  if (rc == TF_OK) {
     rc = collect_xfers(&p);
   }
   for (size_t k = 0; k < n && rc == TF_OK; k++) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/framework/kernel.h"
 #include "lib/core/base/util.h"
@@ -31,101 +32,6 @@ typedef struct placer {
   int *order;          /* topological order */
   tf_status *st;
 } placer;
-
-/* ---- topological order --------------------------------------------------------- */
-
-static bool back_edge(const tf_node *src) { return (src->op->flags & TF_OP_BACK_EDGE) != 0; }
-
-static const tf_node *in_node(const tf_node *v, int k) {
-  return k < v->n_inputs ? v->inputs[k].node : v->control[k - v->n_inputs];
-}
-
-static void heap_push(int *h, int *len, int v) {
-  int i = (*len)++;
-  while (i > 0 && h[(i - 1) / 2] > v) {
-    h[i] = h[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h[i] = v;
-}
-
-static int heap_pop(int *h, int *len) {
-  int top = h[0], v = h[--(*len)], i = 0;
-  for (;;) {
-    int c = 2 * i + 1;
-    if (c >= *len) {
-      break;
-    }
-    if (c + 1 < *len && h[c + 1] < h[c]) {
-      c++;
-    }
-    if (h[c] >= v) {
-      break;
-    }
-    h[i] = h[c];
-    i = c;
-  }
-  if (*len > 0) {
-    h[i] = v;
-  }
-  return top;
-}
-
-tf_code tf__place_topo_order(const tf_graph *g, int *order, tf_status *st) {
-  int n = g->n_nodes, cnt = 0, len = 0;
-  int *pending = tf__xcalloc((size_t)n + 1, sizeof *pending);
-  int *off = tf__xcalloc((size_t)n + 2, sizeof *off);
-  for (int i = 0; i < n; i++) {
-    const tf_node *v = g->nodes[i];
-    for (int k = 0; k < v->n_inputs + v->n_control; k++) {
-      if (!back_edge(in_node(v, k))) {
-        pending[i]++;
-        off[in_node(v, k)->id + 2]++;
-      }
-    }
-  }
-  for (int i = 0; i < n; i++) {
-    off[i + 2] += off[i + 1];
-  }
-  int *cons = tf__xcalloc((size_t)off[n + 1] + 1, sizeof *cons);
-  for (int i = 0; i < n; i++) {
-    const tf_node *v = g->nodes[i];
-    for (int k = 0; k < v->n_inputs + v->n_control; k++) {
-      if (!back_edge(in_node(v, k))) {
-        cons[off[in_node(v, k)->id + 1]++] = i;
-      }
-    }
-  }
-  int *heap = tf__xcalloc((size_t)n + 1, sizeof *heap);
-  for (int i = 0; i < n; i++) {
-    if (pending[i] == 0) {
-      heap_push(heap, &len, i);
-    }
-  }
-  while (len > 0) {
-    int v = heap_pop(heap, &len);
-    order[cnt++] = v;
-    for (int e = off[v]; e < off[v + 1]; e++) {
-      if (--pending[cons[e]] == 0) {
-        heap_push(heap, &len, cons[e]);
-      }
-    }
-  }
-  tf_code rc = TF_OK;
-  if (cnt < n) {
-    int bad = 0;
-    while (pending[bad] == 0) {
-      bad++;
-    }
-    rc = tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' is on a cycle that "
-                       "does not pass through a NextIteration node", g->nodes[bad]->name);
-  }
-  free(pending);
-  free(off);
-  free(cons);
-  free(heap);
-  return rc;
-}
 
 /* ---- feasibility ------------------------------------------------------------------- */
 
@@ -420,6 +326,11 @@ typedef struct sim {
   int64_t latency;
 } sim;
 
+/* Input k of v: data inputs first, then control inputs. */
+static const tf_node *in_node(const tf_node *v, int k) {
+  return k < v->n_inputs ? v->inputs[k].node : v->control[k - v->n_inputs];
+}
+
 /* When all of v's placed inputs could be on device d. */
 static int64_t inputs_ready(const placer *p, const sim *s, const tf_node *v, int d) {
   int64_t t = 0;
@@ -535,7 +446,7 @@ tf_code tf_place(const tf_graph *g, const tf_place_device *devs, int n_devs,
   }
   tf_code rc = parse_devices(&p);
   if (rc == TF_OK) {
-    rc = tf__place_topo_order(g, p.order, st);
+    rc = tf__graph_topo_order(g, p.order, st);
   }
   for (size_t i = 0; i < n && rc == TF_OK; i++) {
     rc = node_feasible(&p, g->nodes[i]);

@@ -20,10 +20,4 @@ int64_t tf__place_node_cost(const tf_node *n, const tf_cost_model *cm);
 /* Estimated bytes of output port of n (unknown dimensions count as 1). */
 int64_t tf__place_output_bytes(const tf_node *n, int port);
 
-/* Fills order[0..num_nodes) with g's node ids in a topological order that
- * ignores edges out of NextIteration (back edges) and prefers lower ids:
- * the identity for graphs built node by node. INVALID_ARGUMENT naming a
- * node on a cycle otherwise. */
-tf_code tf__place_topo_order(const tf_graph *g, int *order, tf_status *st);
-
 #endif

@@ -16,20 +16,14 @@
 
 void tf__tb_begin(tf__tb *b, tf_graph *g, tf_status *st) {
   tf_status_init(st);
-  *b = (tf__tb){g, st, g->n_nodes, g->n_scopes};
+  *b = (tf__tb){g, st, tf__graph_mark(g)};
 }
 
 tf_code tf__tb_end(tf__tb *b) {
-  tf_graph *g = b->g;
-  while (g->n_scopes > b->depth) {
-    tf_graph_pop_scope(g);
-  }
   if (b->st->code != TF_OK) {
-    while (g->n_nodes > b->start) {
-      tf_node *n = g->nodes[--g->n_nodes];
-      tf__strmap_del(&g->by_name, n->name);
-      tf__node_free(n);
-    }
+    tf__graph_rollback(b->g, &b->mark);
+  } else {
+    tf__graph_commit(b->g, &b->mark);
   }
   return b->st->code;
 }
@@ -124,22 +118,6 @@ tf_dtype tf__tb_dtype(tf_output o) {
 
 /* ---- variables ------------------------------------------------------------ */
 
-/* Whether a partial shape s can be the fully defined shape d. */
-static bool shape_fits(const tf_shape *d, const tf_shape *s) {
-  if (s->rank == TF_UNKNOWN_RANK) {
-    return true;
-  }
-  if (s->rank != d->rank) {
-    return false;
-  }
-  for (int i = 0; i < d->rank; i++) {
-    if (s->dims[i] != TF_UNKNOWN_DIM && s->dims[i] != d->dims[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 static tf_code check_variable_args(tf__tb *b, const char *name, tf_shape shape,
                                    tf_dtype dtype, tf_output init) {
   char s1[96], s2[96];
@@ -157,7 +135,8 @@ static tf_code check_variable_args(tf__tb *b, const char *name, tf_shape shape,
                                  : "missing");
   }
   const tf_shape *is = tf_node_output_shape(init.node, init.index);
-  if (!shape_fits(&shape, is)) {
+  tf_shape merged; /* shape is fully defined: is fits it when they merge */
+  if (tf_shape_merge(&shape, is, &merged, NULL) != TF_OK) {
     return tf__tb_fail(b, "variable %s has shape %s; its initial value has "
                        "shape %s", name, tf_shape_str(&shape, s1, sizeof s1),
                        tf_shape_str(is, s2, sizeof s2));

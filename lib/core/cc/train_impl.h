@@ -6,21 +6,23 @@
 #ifndef TF_CORE_TRAIN_IMPL_H
 #define TF_CORE_TRAIN_IMPL_H
 
+#include "lib/core/graph/algorithm.h"
 #include "tf/graph.h"
 #include "tf/status.h"
 #include "tf/train.h"
 
 typedef struct tf__tb {
   tf_graph *g;
-  tf_status *st; /* OK until the first error */
-  int start;     /* node count when the build began */
-  int depth;     /* scope depth when the build began */
+  tf_status *st;       /* OK until the first error */
+  tf__gmark mark;      /* the graph when the build began */
 } tf__tb;
 
-/* Begins a build on g; clears st. */
+/* Begins a build on g (takes a mark on it); clears st. Every begin must
+ * be followed by exactly one tf__tb_end, builds nesting like calls. */
 void tf__tb_begin(tf__tb *b, tf_graph *g, tf_status *st);
 /* Ends it: pops the scopes pushed since begin and, when st holds an
- * error, removes the nodes added since begin. Returns st's code. */
+ * error, rolls the graph back to begin (the nodes added since are
+ * removed and their names free again). Returns st's code. */
 tf_code tf__tb_end(tf__tb *b);
 /* Whether the build has failed. */
 static inline bool tf__tb_failed(const tf__tb *b) { return b->st->code != TF_OK; }

@@ -4,14 +4,15 @@
  * edges in one flat array, its input kinds (plain, ref, read of a ref
  * edge), and its static frame. Frames follow the data: a node runs in the
  * frame its inputs come from; Enter's outputs live in the frame named by
- * its frame_name attr and Exit's in the parent. Node ids are topological
- * apart from loop back edges (graph.c guarantees it), so one pass assigns
- * frames and a second checks the back edges. */
+ * its frame_name attr and Exit's in the parent (tf__graph_frames, shared
+ * with the partitioner). Here the frames are checked further: every input
+ * of a node, forward and back edges alike, must come from its frame. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/core/exec/executor_impl.h"
+#include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/base/util.h"
 
@@ -23,14 +24,6 @@ static bool is_back_edge(const tf_node *src) {
   return (src->op->flags & TF_OP_BACK_EDGE) != 0;
 }
 
-/* The static frame a node's outputs live in. */
-static int out_frame(const tf_executor *e, const tf_node *src) {
-  const exec_item *it = &e->items[src->id];
-  if (it->flags & IT_ENTER) return it->enter_frame;
-  if (it->flags & IT_EXIT) return e->frames[it->frame].parent;
-  return it->frame;
-}
-
 static const char *frame_desc(const tf_executor *e, int f, char *buf, size_t n) {
   if (f <= 0) {
     snprintf(buf, n, "the root frame");
@@ -40,76 +33,55 @@ static const char *frame_desc(const tf_executor *e, int f, char *buf, size_t n) 
   return buf;
 }
 
-static int frame_by_name(tf_executor *e, const char *name, int parent,
-                         const tf_node *enter, tf_status *st) {
-  for (int f = 1; f < e->n_frames; f++) {
-    if (strcmp(e->frames[f].name, name) != 0) continue;
-    if (e->frames[f].parent != parent) {
-      char a[300], b[300];
-      tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' (Enter) enters frame "
-                    "'%s' from %s, but it is also entered from %s", enter->name,
-                    name, frame_desc(e, parent, a, sizeof a),
-                    frame_desc(e, e->frames[f].parent, b, sizeof b));
-      return -1;
+/* The executor's frames from the inferred ones: names, parents and each
+ * loop's parallel_iterations (from its first Enter). */
+static void copy_frames(tf_executor *e, const tf__frames *fr) {
+  e->frames = tf__xcalloc((size_t)fr->n_frames, sizeof *e->frames);
+  e->n_frames = fr->n_frames;
+  for (int f = 0; f < fr->n_frames; f++) {
+    exec_frame *x = &e->frames[f];
+    x->name = tf__xstrdup(fr->frames[f].name);
+    x->parent = fr->frames[f].parent;
+    x->parallel_iterations = 1;
+    if (fr->frames[f].enter != NULL) {
+      int64_t pi = 10;
+      tf_node_attr_get_int(fr->frames[f].enter, "parallel_iterations", &pi, NULL);
+      x->parallel_iterations = pi < 1 ? 1 : (pi > 1 << 20 ? 1 << 20 : (int32_t)pi);
     }
-    return f;
   }
-  e->frames = tf__xrealloc(e->frames, (size_t)(e->n_frames + 1) * sizeof *e->frames);
-  exec_frame *fr = &e->frames[e->n_frames];
-  memset(fr, 0, sizeof *fr);
-  fr->name = tf__xstrdup(name);
-  fr->parent = parent;
-  int64_t pi = 10;
-  tf_node_attr_get_int(enter, "parallel_iterations", &pi, NULL);
-  fr->parallel_iterations = pi < 1 ? 1 : (pi > 1 << 20 ? 1 << 20 : (int32_t)pi);
-  return e->n_frames++;
+  for (int i = 0; i < e->n_items; i++) {
+    exec_item *it = &e->items[i];
+    it->frame = fr->node_frame[i];
+    it->enter_frame = (it->flags & IT_ENTER) ? fr->out_frame[i] : 0;
+  }
 }
 
-/* The frame of n from its first forward input; Enter also finds its
- * child frame. Control-flow checks that need the frame happen here. */
-static tf_code assign_frame(tf_executor *e, const tf_node *n, tf_status *st) {
-  exec_item *it = &e->items[n->id];
-  int f = 0;
-  const tf_node *first = NULL;
-  for (int i = 0; i < n->n_inputs + n->n_control; i++) {
-    const tf_node *src = i < n->n_inputs ? n->inputs[i].node : n->control[i - n->n_inputs];
-    if (is_back_edge(src)) continue;
-    if (src->id >= n->id) {
-      return tf_status_set(st, TF_INTERNAL, "node '%s' comes before its input "
-                           "'%s' in the graph", n->name, src->name);
+/* The frames of g: inferred, then _Retval (a fetch) must be in the root. */
+static tf_code assign_frames(tf_executor *e, tf_status *st) {
+  tf__frames fr;
+  TF_TRY(tf__graph_frames(e->g, &fr, st));
+  copy_frames(e, &fr);
+  tf__frames_fini(&fr);
+  for (int i = 0; i < e->n_items; i++) {
+    const tf_node *n = e->items[i].node;
+    int f = e->items[i].frame;
+    if (is_op(n, "_Retval") && f != 0) {
+      char b[300];
+      return tf_status_set(st, TF_INVALID_ARGUMENT, "cannot fetch '%s:%d': it "
+                           "is inside %s (fetch the loop's outputs instead)",
+                           n->inputs[0].node->name, n->inputs[0].index,
+                           frame_desc(e, f, b, sizeof b));
     }
-    first = src;
-    f = out_frame(e, src);
-    break;
-  }
-  if (f < 0) {
-    return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' (%s) takes the "
-                         "output of Exit node '%s', which is not inside a loop",
-                         n->name, n->op->name, first->name);
-  }
-  it->frame = f;
-  if (it->flags & IT_EXIT && f == 0) {
-    return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' (Exit) is not "
-                         "inside a loop (its input is in the root frame)", n->name);
-  }
-  if (it->flags & IT_ENTER) {
-    const char *name = NULL;
-    if (tf_node_attr_get_string(n, "frame_name", &name, NULL) != TF_OK ||
-        name == NULL || name[0] == '\0') {
-      return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s' (Enter) needs a "
-                           "non-empty frame_name", n->name);
-    }
-    it->enter_frame = frame_by_name(e, name, f, n, st);
-    if (it->enter_frame < 0) return st->code;
-  }
-  if (is_op(n, "_Retval") && f != 0) {
-    char b[300];
-    return tf_status_set(st, TF_INVALID_ARGUMENT, "cannot fetch '%s:%d': it "
-                         "is inside %s (fetch the loop's outputs instead)",
-                         n->inputs[0].node->name, n->inputs[0].index,
-                         frame_desc(e, f, b, sizeof b));
   }
   return TF_OK;
+}
+
+/* The static frame a node's outputs live in. */
+static int out_frame(const tf_executor *e, const tf_node *src) {
+  const exec_item *it = &e->items[src->id];
+  if (it->flags & IT_ENTER) return it->enter_frame;
+  if (it->flags & IT_EXIT) return e->frames[it->frame].parent;
+  return it->frame;
 }
 
 /* Every input of n must come from n's frame: the forward inputs, or (when
@@ -263,10 +235,6 @@ tf_code tf_executor_new(const tf_graph *g, const tf_executor_opts *opts,
   e->n_items = g->n_nodes;
   e->items = tf__xcalloc((size_t)(e->n_items ? e->n_items : 1), sizeof *e->items);
   e->roots = tf__xcalloc((size_t)(e->n_items ? e->n_items : 1), sizeof *e->roots);
-  e->frames = tf__xcalloc(1, sizeof *e->frames);
-  e->frames[0] = (exec_frame){.name = tf__xstrdup(""), .parent = -1,
-                              .parallel_iterations = 1};
-  e->n_frames = 1;
   tf_code rc = TF_OK;
   for (int i = 0; i < e->n_items && rc == TF_OK; i++) {
     const tf_node *n = g->nodes[i];
@@ -286,8 +254,8 @@ tf_code tf_executor_new(const tf_graph *g, const tf_executor_opts *opts,
     }
     it->n_outputs = n->n_outputs;
     if (n->n_outputs > e->max_outputs) e->max_outputs = n->n_outputs;
-    rc = assign_frame(e, n, st);
   }
+  if (rc == TF_OK) rc = assign_frames(e, st);
   for (int pass = 0; pass < 2 && rc == TF_OK; pass++) {
     for (int i = 0; i < e->n_items && rc == TF_OK; i++) {
       rc = check_frames(e, g->nodes[i], pass == 1, st);

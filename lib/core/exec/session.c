@@ -321,11 +321,8 @@ static tf_code order_feeds(const sess_prepared *p, const name_set *f,
                            tf_dtype_name(p->feed_types[k]));
     }
     const tf_shape *want = &p->feed_shapes[k], *have = &values[i]->shape;
-    bool ok = want->rank < 0 || want->rank == have->rank;
-    for (int d = 0; ok && want->rank > 0 && d < want->rank; d++) {
-      ok = want->dims[d] < 0 || want->dims[d] == have->dims[d];
-    }
-    if (!ok) {
+    tf_shape merged; /* have is fully defined: it fits want when they merge */
+    if (tf_shape_merge(want, have, &merged, NULL) != TF_OK) {
       return tf_status_set(st, TF_INVALID_ARGUMENT, "feed '%s' has shape %s, "
                            "which is not compatible with %s", names[i],
                            tf_shape_str(have, a, sizeof a),

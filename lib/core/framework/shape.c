@@ -1,4 +1,5 @@
-/* shape.c: tf_shape construction, checks, printing and broadcasting. */
+/* shape.c: tf_shape construction, checks, printing, broadcasting and
+ * merging of partially known shapes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -130,5 +131,39 @@ tf_code tf_shape_broadcast(const tf_shape *a, const tf_shape *b, tf_shape *out,
     r.dims[i] = d;
   }
   *out = r;
+  return TF_OK;
+}
+
+tf_code tf_shape_merge(const tf_shape *a, const tf_shape *b, tf_shape *out,
+                       tf_status *st) {
+  char sa[200], sb[200];
+  if (a->rank < 0 || b->rank < 0) {
+    const tf_shape *k = a->rank < 0 ? b : a;
+    tf_shape m = tf_shape_make(k->rank < 0 ? TF_UNKNOWN_RANK : k->rank, NULL);
+    for (int i = 0; i < m.rank; i++) {
+      m.dims[i] = k->dims[i] < 0 ? TF_UNKNOWN_DIM : k->dims[i];
+    }
+    *out = m;
+    return TF_OK;
+  }
+  if (a->rank != b->rank) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "shapes %s and %s are "
+                         "incompatible: rank %d vs %d",
+                         tf_shape_str(a, sa, sizeof sa),
+                         tf_shape_str(b, sb, sizeof sb), a->rank, b->rank);
+  }
+  tf_shape m = tf_shape_make(a->rank, NULL);
+  for (int i = 0; i < a->rank; i++) {
+    int64_t x = a->dims[i], y = b->dims[i];
+    if (x >= 0 && y >= 0 && x != y) {
+      return tf_status_set(st, TF_INVALID_ARGUMENT, "shapes %s and %s are "
+                           "incompatible: dimension %d is %lld vs %lld",
+                           tf_shape_str(a, sa, sizeof sa),
+                           tf_shape_str(b, sb, sizeof sb), i, (long long)x,
+                           (long long)y);
+    }
+    m.dims[i] = x >= 0 ? x : (y >= 0 ? y : TF_UNKNOWN_DIM);
+  }
+  *out = m;
   return TF_OK;
 }

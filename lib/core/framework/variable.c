@@ -48,18 +48,8 @@ tf_variable *tf_variable_cast(tf_resource *r) {
 }
 
 bool tf_variable_shape_compatible(const tf_shape *d, const tf_shape *s) {
-  if (d->rank == TF_UNKNOWN_RANK) {
-    return true;
-  }
-  if (d->rank != s->rank) {
-    return false;
-  }
-  for (int i = 0; i < d->rank; i++) {
-    if (d->dims[i] != TF_UNKNOWN_DIM && d->dims[i] != s->dims[i]) {
-      return false;
-    }
-  }
-  return true;
+  tf_shape merged; /* s is fully defined: it fits d when they merge */
+  return tf_shape_merge(d, s, &merged, NULL) == TF_OK;
 }
 
 static tf_code uninitialized(const tf_variable *v, tf_status *st) {

@@ -3,12 +3,13 @@
  * LoopCond. Nodes that a branch, condition or body function creates with
  * no input at all (Const, NoOp, ...) get a control edge from the pivot of
  * their branch or loop, so they run only when, and as often as, it does.
- * On error the graph is left as it was: every node the call added is
- * removed again. */
+ * On error the graph is left as it was (a mark rolled back: algorithm.h):
+ * every node the call added is removed again and its names are free. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/base/util.h"
 #include "tf/control_flow.h"
@@ -68,15 +69,13 @@ static void tie_sources(tf_graph *g, int from, int to, tf_node *pivot) {
   }
 }
 
-/* Removes the nodes with ids >= start and pops scopes down to depth. */
-static void restore_graph(tf_graph *g, int start, int depth, bool drop) {
-  while (g->n_scopes > depth) {
-    tf_graph_pop_scope(g);
-  }
-  while (drop && g->n_nodes > start) {
-    tf_node *n = g->nodes[--g->n_nodes];
-    tf__strmap_del(&g->by_name, n->name);
-    tf__node_free(n);
+/* Ends a build begun at mark m: keeps what it added, or on error puts the
+ * graph back as it was (algorithm.h). */
+static void end_build(tf_graph *g, const tf__gmark *m, tf_code rc) {
+  if (rc == TF_OK) {
+    tf__graph_commit(g, m);
+  } else {
+    tf__graph_rollback(g, m);
   }
 }
 
@@ -102,21 +101,6 @@ static tf_code check_outputs_in(const tf_graph *g, const char *label,
     }
   }
   return TF_OK;
-}
-
-static bool shapes_compatible(const tf_shape *a, const tf_shape *b) {
-  if (a->rank == TF_UNKNOWN_RANK || b->rank == TF_UNKNOWN_RANK) {
-    return true;
-  }
-  if (a->rank != b->rank) {
-    return false;
-  }
-  for (int d = 0; d < a->rank; d++) {
-    if (a->dims[d] >= 0 && b->dims[d] >= 0 && a->dims[d] != b->dims[d]) {
-      return false;
-    }
-  }
-  return true;
 }
 
 /* "cond_1/" -> "cond_1" */
@@ -308,7 +292,7 @@ tf_code tf_cond(tf_graph *g, const char *name, tf_output pred,
                 tf_status *st) {
   TF_TRY(check_cond_args(g, pred, inputs, n_inputs, true_fn, false_fn, out,
                          n_out, st));
-  int start = g->n_nodes, depth = g->n_scopes;
+  tf__gmark m = tf__graph_mark(g);
   tf_graph_push_scope(g, name ? name : "cond");
   cond_build c = {.g = g, .st = st, .pred = pred, .n_in = n_inputs,
                   .n_out = n_out};
@@ -320,7 +304,7 @@ tf_code tf_cond(tf_graph *g, const char *name, tf_output pred,
                      .out = mem + 2 * nin + nout};
   tf_output *res = mem + 2 * nin + 2 * nout;
   tf_code rc = build_cond(&c, inputs, true_fn, false_fn, arg, res);
-  restore_graph(g, start, depth, rc != TF_OK);
+  end_build(g, &m, rc);
   if (rc == TF_OK) {
     memcpy(out, res, nout * sizeof *out);
   }
@@ -429,7 +413,8 @@ static tf_code check_next(loop_build *L, int i) {
   }
   const tf_shape *vs = tf_node_output_shape(v.node, v.index);
   const tf_shape *xs = tf_node_output_shape(x.node, x.index);
-  if (!shapes_compatible(vs, xs)) {
+  tf_shape merged;
+  if (tf_shape_merge(vs, xs, &merged, NULL) != TF_OK) {
     return tf_status_set(L->st, TF_INVALID_ARGUMENT, "%s: loop variable %d "
                          "has shape %s before the loop but %s after one "
                          "iteration", L->label, i, tf_shape_str(vs, a, sizeof a),
@@ -511,11 +496,11 @@ tf_code tf_while_loop(tf_graph *g, const char *name, const tf_output *vars,
                       int parallel_iterations, tf_output *out, tf_status *st) {
   TF_TRY(check_loop_args(g, vars, n_vars, invariants, n_invariants, cond_fn,
                          body_fn, parallel_iterations, out, st));
-  int start = g->n_nodes, depth = g->n_scopes;
+  tf__gmark m = tf__graph_mark(g);
   tf_graph_push_scope(g, name ? name : "while");
   loop_build L = {.g = g, .st = st, .n = n_vars, .n_inv = n_invariants,
                   .par = parallel_iterations ? parallel_iterations : 10,
-                  .start = start};
+                  .start = m.n_nodes};
   scope_label(g, L.label, sizeof L.label);
   tf_graph_unique_name(g, "while_context", L.frame, sizeof L.frame);
   size_t n = (size_t)n_vars;
@@ -533,7 +518,7 @@ tf_code tf_while_loop(tf_graph *g, const char *name, const tf_output *vars,
   if (rc == TF_OK) {
     rc = loop_body(&L, body_fn, arg);
   }
-  restore_graph(g, start, depth, rc != TF_OK);
+  end_build(g, &m, rc);
   if (rc == TF_OK) {
     memcpy(out, L.exits, n * sizeof *out);
   }

@@ -5,13 +5,15 @@
  * one's partial output gradients are summed and handed to its registered
  * gradient function, whose input gradients become partials of the producers.
  * Sparse partials (row sets) are concatenated while they meet only each
- * other and densified with UnsortedSegmentSum otherwise. On error every node
- * added is removed again. */
+ * other and densified with UnsortedSegmentSum otherwise. On error the graph
+ * is rolled back to a mark taken at the start (algorithm.h): every node
+ * added is removed again and its names are free. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/core/graph/grad_registry.h"
+#include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/base/util.h"
 
@@ -438,21 +440,16 @@ static tf_code gradients(tf_graph *g, const tf_output *ys, int n_ys,
   if (n_xs > 0 && dxs == NULL) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "tf_gradients: dxs is NULL");
   }
-  int start = g->n_nodes, depth = g->n_scopes;
+  tf__gmark m = tf__graph_mark(g);
   gwalk w;
   walk_init(&w, g, xs, n_xs, st);
   tf_graph_push_scope(g, "gradients");
   tf_code rc = run_walk(&w, ys, n_ys, xs, n_xs, grad_ys, sparse, dxs);
   walk_fini(&w);
-  while (g->n_scopes > depth) {
-    tf_graph_pop_scope(g);
-  }
-  if (rc != TF_OK) {
-    while (g->n_nodes > start) {
-      tf_node *n = g->nodes[--g->n_nodes];
-      tf__strmap_del(&g->by_name, n->name);
-      tf__node_free(n);
-    }
+  if (rc == TF_OK) {
+    tf__graph_commit(g, &m);
+  } else {
+    tf__graph_rollback(g, &m);
     for (int i = 0; i < n_xs; i++) {
       dxs[i] = (tf_grad){{0}};
     }

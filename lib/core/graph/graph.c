@@ -1,9 +1,12 @@
-/* graph.c: graph storage, naming (scopes, uniquing), node accessors and
- * validation. Building and importing nodes is in graph_build.c. */
+/* graph.c: graph storage, naming (scopes, uniquing), node accessors, the
+ * edits control-flow builders make to finished nodes, and marks that roll
+ * all of that back (algorithm.h). Building and importing nodes is in
+ * graph_build.c; orders and frames in algorithm.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/base/util.h"
 
@@ -36,12 +39,101 @@ void tf_graph_free(tf_graph *g) {
   if (g == NULL) return;
   for (int i = 0; i < g->n_nodes; i++) tf__node_free(g->nodes[i]);
   free(g->nodes);
+  for (int i = 0; i < g->n_edits; i++) free(g->edits[i].key);
+  free(g->edits);
   for (int i = 0; i < g->n_scopes; i++) free(g->scopes[i]);
   free(g->scopes);
   tf__strmap_fini(&g->by_name);
   tf__strmap_fini(&g->used);
   free(g);
 }
+
+/* ---- the undo log (marks) ---------------------------------------------- */
+
+/* A new entry at the end of g's undo log (only while a mark is open). */
+static tf__graph_edit *log_edit(tf_graph *g) {
+  TF_ASSERT(g->n_marks > 0);
+  if (g->n_edits == g->cap_edits) {
+    g->cap_edits = g->cap_edits ? 2 * g->cap_edits : 32;
+    g->edits = tf__xrealloc(g->edits, (size_t)g->cap_edits * sizeof *g->edits);
+  }
+  tf__graph_edit *e = &g->edits[g->n_edits++];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+/* Sets g->used[key] = val, logging the old state while a mark is open. */
+static void used_put(tf_graph *g, const char *key, intptr_t val) {
+  if (g->n_marks > 0) {
+    bool found;
+    intptr_t old = (intptr_t)tf__strmap_get(&g->used, key, &found);
+    tf__graph_edit *e = log_edit(g);
+    *e = (tf__graph_edit){.kind = TF__EDIT_USED, .key = tf__xstrdup(key),
+                          .existed = found, .old = old};
+  }
+  tf__strmap_put(&g->used, key, (void *)val);
+}
+
+static void undo_edit(tf_graph *g, tf__graph_edit *e) {
+  switch (e->kind) {
+    case TF__EDIT_USED:
+      if (e->existed) {
+        tf__strmap_put(&g->used, e->key, (void *)e->old);
+      } else {
+        tf__strmap_del(&g->used, e->key);
+      }
+      break;
+    case TF__EDIT_CONTROL:
+      /* undone newest first, so the control input added is the last */
+      TF_ASSERT(e->node->n_control > 0);
+      e->node->n_control--;
+      break;
+    case TF__EDIT_INPUT:
+      e->node->inputs[e->input] = e->old_input;
+      break;
+  }
+  free(e->key);
+  e->key = NULL;
+}
+
+tf__gmark tf__graph_mark(tf_graph *g) {
+  TF_ASSERT(g != NULL);
+  g->n_marks++;
+  return (tf__gmark){.n_nodes = g->n_nodes, .n_scopes = g->n_scopes,
+                          .n_edits = g->n_edits, .depth = g->n_marks};
+}
+
+/* Pops the scopes pushed since m and closes m (innermost open mark). */
+static void end_mark(tf_graph *g, const tf__gmark *m) {
+  TF_ASSERT(g->n_marks == m->depth && m->depth > 0);
+  TF_ASSERT(g->n_scopes >= m->n_scopes && g->n_nodes >= m->n_nodes);
+  while (g->n_scopes > m->n_scopes) {
+    tf_graph_pop_scope(g);
+  }
+  if (--g->n_marks == 0) {
+    for (int i = 0; i < g->n_edits; i++) free(g->edits[i].key);
+    g->n_edits = 0;
+  }
+}
+
+void tf__graph_commit(tf_graph *g, const tf__gmark *m) {
+  end_mark(g, m);
+}
+
+void tf__graph_rollback(tf_graph *g, const tf__gmark *m) {
+  TF_ASSERT(g->n_marks == m->depth && g->n_edits >= m->n_edits);
+  while (g->n_edits > m->n_edits) {
+    undo_edit(g, &g->edits[--g->n_edits]);
+  }
+  while (g->n_nodes > m->n_nodes) {
+    tf_node *n = g->nodes[--g->n_nodes];
+    tf__strmap_del(&g->by_name, n->name);
+    tf__node_free(n);
+  }
+  end_mark(g, m);
+}
+
+/* ---- nodes -------------------------------------------------------------- */
 
 void tf__graph_add_node(tf_graph *g, tf_node *n) {
   if (g->n_nodes == g->cap) {
@@ -53,7 +145,7 @@ void tf__graph_add_node(tf_graph *g, tf_node *n) {
   g->nodes[g->n_nodes++] = n;
   tf__strmap_put(&g->by_name, n->name, n);
   if (!tf__strmap_get(&g->used, n->name, NULL)) {
-    tf__strmap_put(&g->used, n->name, (void *)(intptr_t)1);
+    used_put(g, n->name, 1);
   }
 }
 
@@ -114,14 +206,14 @@ static char *unique_full(tf_graph *g, const char *base) {
   bool found;
   intptr_t next = (intptr_t)tf__strmap_get(&g->used, full, &found);
   if (!found) {
-    tf__strmap_put(&g->used, full, (void *)(intptr_t)1);
+    used_put(g, full, 1);
     return full;
   }
   for (;; next++) {
     char *cand = tf__xasprintf("%s_%ld", full, (long)next);
     if (!tf__strmap_get(&g->used, cand, NULL)) {
-      tf__strmap_put(&g->used, full, (void *)(next + 1));
-      tf__strmap_put(&g->used, cand, (void *)(intptr_t)1);
+      used_put(g, full, next + 1);
+      used_put(g, cand, 1);
       free(full);
       return cand;
     }
@@ -295,6 +387,11 @@ tf_code tf__node_set_back_edge(tf_node *n, int i, tf_output src, tf_status *st) 
                          tf_dtype_name(s->out_types[src.index]), i, n->name,
                          n->op->name, tf_dtype_name(n->in_types[i]));
   }
+  if (n->graph->n_marks > 0) {
+    tf__graph_edit *e = log_edit(n->graph);
+    *e = (tf__graph_edit){.kind = TF__EDIT_INPUT, .node = n, .input = i,
+                          .old_input = n->inputs[i]};
+  }
   n->inputs[i] = src;
   return TF_OK;
 }
@@ -305,6 +402,9 @@ void tf__node_add_control(tf_node *n, tf_node *src) {
     if (n->control[i] == src) {
       return;
     }
+  }
+  if (n->graph->n_marks > 0) {
+    *log_edit(n->graph) = (tf__graph_edit){.kind = TF__EDIT_CONTROL, .node = n};
   }
   n->control = tf__xrealloc(n->control, (size_t)(n->n_control + 1) * sizeof *n->control);
   n->control[n->n_control++] = src;
@@ -340,61 +440,8 @@ void tf_node_def_fini(tf_node_def *def) {
   memset(def, 0, sizeof *def);
 }
 
-/* Kahn's algorithm over data and control edges, ignoring edges out of
- * TF_OP_BACK_EDGE ops (NextIteration: loop back edges). Nodes left over
- * lie on a cycle. */
+/* Every cycle passes through a NextIteration: a topological order exists
+ * once back edges are ignored. */
 tf_code tf_graph_validate(const tf_graph *g, tf_status *st) {
-  int n = g->n_nodes;
-  int *pending = tf__xcalloc((size_t)n + 1, sizeof *pending);
-  int *count = tf__xcalloc((size_t)n + 1, sizeof *count); /* out-edge counts */
-  for (int i = 0; i < n; i++) {
-    const tf_node *v = g->nodes[i];
-    for (int k = 0; k < v->n_inputs + v->n_control; k++) {
-      const tf_node *src = k < v->n_inputs ? v->inputs[k].node
-                                           : v->control[k - v->n_inputs];
-      if (src->op->flags & TF_OP_BACK_EDGE) continue;
-      pending[i]++;
-      count[src->id]++;
-    }
-  }
-  /* CSR of out-edges. */
-  int *off = tf__xcalloc((size_t)n + 1, sizeof *off);
-  for (int i = 0; i < n; i++) off[i + 1] = off[i] + count[i];
-  int *edges = tf__xcalloc((size_t)off[n] + 1, sizeof *edges);
-  memset(count, 0, (size_t)n * sizeof *count);
-  for (int i = 0; i < n; i++) {
-    const tf_node *v = g->nodes[i];
-    for (int k = 0; k < v->n_inputs + v->n_control; k++) {
-      const tf_node *src = k < v->n_inputs ? v->inputs[k].node
-                                           : v->control[k - v->n_inputs];
-      if (src->op->flags & TF_OP_BACK_EDGE) continue;
-      edges[off[src->id] + count[src->id]++] = i;
-    }
-  }
-  int *queue = tf__xcalloc((size_t)n + 1, sizeof *queue);
-  int head = 0, tail = 0;
-  for (int i = 0; i < n; i++) {
-    if (pending[i] == 0) queue[tail++] = i;
-  }
-  while (head < tail) {
-    int v = queue[head++];
-    for (int e = off[v]; e < off[v + 1]; e++) {
-      if (--pending[edges[e]] == 0) queue[tail++] = edges[e];
-    }
-  }
-  tf_code rc = TF_OK;
-  if (tail < n) {
-    int bad = 0;
-    while (pending[bad] == 0) bad++;
-    rc = tf_status_set(st, TF_INVALID_ARGUMENT,
-                       "graph has a cycle through node '%s' (%s) that does "
-                       "not pass through a NextIteration node",
-                       g->nodes[bad]->name, g->nodes[bad]->op->name);
-  }
-  free(pending);
-  free(count);
-  free(off);
-  free(edges);
-  free(queue);
-  return rc;
+  return tf__graph_topo_order(g, NULL, st);
 }

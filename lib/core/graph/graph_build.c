@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/base/util.h"
 
@@ -847,55 +848,31 @@ static tf_code finish_batch_node(batch *b, int i, tf_status *st) {
   return rc;
 }
 
-/* Topological order over the batch, treating edges out of NextIteration
- * as back edges; fails naming a node on a cycle otherwise. */
+/* Topological order over the batch (tf__topo_order: ties go to the
+ * earlier def), treating edges out of NextIteration as back edges; fails
+ * naming a node on a cycle otherwise. */
 static bool is_back_edge_src(const batch *b, int t) {
   return b->protos[t].op != NULL && (b->protos[t].op->flags & TF_OP_BACK_EDGE);
 }
 
 static tf_code batch_order(batch *b, int *order, tf_status *st) {
-  int n = b->n;
-  int *pending = tf__xcalloc((size_t)n + 1, sizeof *pending);
-  int *off = tf__xcalloc((size_t)n + 2, sizeof *off);
-  for (int i = 0; i < n; i++) {
+  int n_edges = 0;
+  for (int i = 0; i < b->n; i++) n_edges += b->n_refs[i];
+  tf__edge *edges = tf__xcalloc((size_t)n_edges + 1, sizeof *edges);
+  n_edges = 0;
+  for (int i = 0; i < b->n; i++) {
     for (int k = 0; k < b->n_refs[i]; k++) {
       int t = b->refs[i][k].target;
-      if (t >= 0 && !is_back_edge_src(b, t)) {
-        pending[i]++;
-        off[t + 2]++;
-      }
+      if (t >= 0 && !is_back_edge_src(b, t)) edges[n_edges++] = (tf__edge){t, i};
     }
   }
-  for (int i = 0; i < n; i++) off[i + 2] += off[i + 1];
-  int *cons = tf__xcalloc((size_t)off[n + 1] + 1, sizeof *cons);
-  for (int i = 0; i < n; i++) {
-    for (int k = 0; k < b->n_refs[i]; k++) {
-      int t = b->refs[i][k].target;
-      if (t >= 0 && !is_back_edge_src(b, t)) cons[off[t + 1]++] = i;
-    }
+  int bad = tf__topo_order(b->n, edges, n_edges, order);
+  free(edges);
+  if (bad >= 0) {
+    return NODE_ERR(st, TF_INVALID_ARGUMENT, &b->protos[bad], "is on a cycle "
+                    "that does not pass through a NextIteration node");
   }
-  /* off[t] .. off[t + 1] now spans t's consumers */
-  int head = 0, tail = 0;
-  for (int i = 0; i < n; i++) {
-    if (pending[i] == 0) order[tail++] = i;
-  }
-  while (head < tail) {
-    int v = order[head++];
-    for (int e = off[v]; e < off[v + 1]; e++) {
-      if (--pending[cons[e]] == 0) order[tail++] = cons[e];
-    }
-  }
-  tf_code rc = TF_OK;
-  if (tail < n) {
-    int bad = 0;
-    while (pending[bad] == 0) bad++;
-    rc = NODE_ERR(st, TF_INVALID_ARGUMENT, &b->protos[bad], "is on a cycle "
-                  "that does not pass through a NextIteration node");
-  }
-  free(pending);
-  free(off);
-  free(cons);
-  return rc;
+  return TF_OK;
 }
 
 tf_code tf_graph_import(tf_graph *g, const tf_node_def *defs, int n,
@@ -912,7 +889,8 @@ tf_code tf_graph_import(tf_graph *g, const tf_node_def *defs, int n,
   if (rc == TF_OK) rc = batch_order(&b, order, st);
   for (int j = 0; j < n && rc == TF_OK; j++) rc = finish_batch_node(&b, order[j], st);
   if (rc == TF_OK) {
-    for (int i = 0; i < n; i++) tf__graph_add_node(g, b.nodes[i]);
+    /* in that order, so ids stay topological (the executor relies on it) */
+    for (int j = 0; j < n; j++) tf__graph_add_node(g, b.nodes[order[j]]);
   }
   free(order);
   batch_fini(&b, rc != TF_OK);

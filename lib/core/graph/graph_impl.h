@@ -5,6 +5,8 @@
 #ifndef TF_CORE_GRAPH_IMPL_H
 #define TF_CORE_GRAPH_IMPL_H
 
+#include <stdint.h>
+
 #include "lib/core/framework/op_registry.h"
 #include "lib/core/base/strmap.h"
 #include "tf/graph.h"
@@ -31,6 +33,17 @@ struct tf_node {
   int out_start[TF_OP_MAX_ARGS + 1];
 };
 
+/* One undoable change, logged while a mark is open (algorithm.h). */
+typedef struct tf__graph_edit {
+  enum { TF__EDIT_USED, TF__EDIT_CONTROL, TF__EDIT_INPUT } kind;
+  tf_node *node;        /* CONTROL: gained a control input; INPUT: edited */
+  char *key;            /* USED: the key (owned) */
+  bool existed;         /* USED: whether key was there before */
+  intptr_t old;         /* USED: its counter before */
+  int input;            /* INPUT: which data input */
+  tf_output old_input;  /* INPUT: what it was */
+} tf__graph_edit;
+
 struct tf_graph {
   tf_node **nodes;
   int n_nodes, cap;
@@ -38,6 +51,9 @@ struct tf_graph {
   tf__strmap used;      /* names and scopes handed out -> counter */
   char **scopes;        /* stack of full prefixes ending in '/' */
   int n_scopes, cap_scopes;
+  int n_marks;          /* marks open (graph.c); edits are logged while > 0 */
+  tf__graph_edit *edits;
+  int n_edits, cap_edits;
 };
 
 /* Appends a finished node (takes ownership). */

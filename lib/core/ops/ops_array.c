@@ -360,12 +360,7 @@ static tf_code pack_shape(tf_shape_ctx *ctx) {
   tf_shape m = ctx->in[ref];
   for (int i = 0; i < n; i++) {
     const tf_shape *s = &ctx->in[i];
-    bool ok = s->rank == TF_UNKNOWN_RANK || s->rank == m.rank;
-    for (int d = 0; ok && s->rank != TF_UNKNOWN_RANK && d < m.rank; d++) {
-      ok = s->dims[d] == U || m.dims[d] == U || s->dims[d] == m.dims[d];
-      m.dims[d] = m.dims[d] == U ? s->dims[d] : m.dims[d];
-    }
-    if (!ok) {
+    if (tf_shape_merge(&m, s, &m, NULL) != TF_OK) {
       return tf_shape_error(ctx, "Shapes of all inputs must match: "
                                  "values[%d].shape = %s != values[%d].shape "
                                  "= %s",

@@ -15,28 +15,6 @@
 
 /* ---- shape helpers ---------------------------------------------------- */
 
-/* Unifies two partially known shapes: unknown rank or dim takes the other
- * side's. False on a known conflict (rank or dim). */
-static bool merge_shapes(const tf_shape *a, const tf_shape *b, tf_shape *out) {
-  if (a->rank == TF_UNKNOWN_RANK || b->rank == TF_UNKNOWN_RANK) {
-    *out = a->rank == TF_UNKNOWN_RANK ? *b : *a;
-    return true;
-  }
-  if (a->rank != b->rank) {
-    return false;
-  }
-  tf_shape m = *a;
-  for (int i = 0; i < a->rank; i++) {
-    int64_t x = a->dims[i], y = b->dims[i];
-    if (x >= 0 && y >= 0 && x != y) {
-      return false;
-    }
-    m.dims[i] = x >= 0 ? x : y;
-  }
-  *out = m;
-  return true;
-}
-
 static const char *sstr(const tf_shape *s, char *buf, size_t size) {
   return tf_shape_str(s, buf, size);
 }
@@ -70,7 +48,7 @@ static tf_code select_shape(tf_shape_ctx *ctx) {
   const tf_shape *c = &ctx->in[0];
   tf_shape data;
   char a[128], b[128];
-  if (!merge_shapes(&ctx->in[1], &ctx->in[2], &data)) {
+  if (tf_shape_merge(&ctx->in[1], &ctx->in[2], &data, NULL) != TF_OK) {
     return tf_shape_error(ctx, "'t' and 'e' must have the same shape, got "
                           "%s and %s", sstr(&ctx->in[1], a, sizeof(a)),
                           sstr(&ctx->in[2], b, sizeof(b)));
@@ -91,7 +69,7 @@ static tf_code select_shape(tf_shape_ctx *ctx) {
       ctx->out[0].dims[0] = x >= 0 ? x : y;
     }
   } else {
-    ok = merge_shapes(&data, c, &ctx->out[0]);
+    ok = tf_shape_merge(&data, c, &ctx->out[0], NULL) == TF_OK;
   }
   if (!ok) {
     return tf_shape_error(ctx, "condition must be a scalar, a vector as long "
@@ -106,7 +84,7 @@ static tf_code select_shape(tf_shape_ctx *ctx) {
 static tf_code addn_shape(tf_shape_ctx *ctx) {
   tf_shape m = ctx->in[0];
   for (int i = 1; i < ctx->n_in; i++) {
-    if (!merge_shapes(&m, &ctx->in[i], &m)) {
+    if (tf_shape_merge(&m, &ctx->in[i], &m, NULL) != TF_OK) {
       char a[128], b[128];
       return tf_shape_error(ctx, "inputs must all have the same shape: "
                             "input 0 is %s, input %d is %s",
@@ -161,7 +139,7 @@ static tf_code clip_shape(tf_shape_ctx *ctx) {
     if (s->rank == TF_UNKNOWN_RANK || s->rank == 0) {
       continue;
     }
-    if (!merge_shapes(&m, s, &m)) {
+    if (tf_shape_merge(&m, s, &m, NULL) != TF_OK) {
       char a[128], b[128];
       return tf_shape_error(ctx, "%s must be a scalar or have the shape of "
                             "t %s, got %s", names[i],

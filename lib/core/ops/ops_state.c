@@ -10,26 +10,6 @@
 
 static bool known(const tf_shape *s) { return s->rank != TF_UNKNOWN_RANK; }
 
-/* Merges two partial shapes into *out; false when they conflict. */
-static bool shape_merge(const tf_shape *a, const tf_shape *b, tf_shape *out) {
-  if (!known(a) || !known(b)) {
-    *out = known(a) ? *a : *b;
-    return true;
-  }
-  if (a->rank != b->rank) {
-    return false;
-  }
-  *out = *a;
-  for (int i = 0; i < a->rank; i++) {
-    if (a->dims[i] == TF_UNKNOWN_DIM) {
-      out->dims[i] = b->dims[i];
-    } else if (b->dims[i] != TF_UNKNOWN_DIM && b->dims[i] != a->dims[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 static tf_code shape_variable(tf_shape_ctx *c) {
   c->out[0] = tf_node_attr(c->node, "shape")->u.shape;
   return TF_OK;
@@ -38,7 +18,7 @@ static tf_code shape_variable(tf_shape_ctx *c) {
 /* out = merge(ref, value) or an error naming both shapes. */
 static tf_code merge_ref_value(tf_shape_ctx *c) {
   char a[96], b[96];
-  if (!shape_merge(&c->in[0], &c->in[1], &c->out[0])) {
+  if (tf_shape_merge(&c->in[0], &c->in[1], &c->out[0], NULL) != TF_OK) {
     return tf_shape_error(c, "shapes of ref %s and value %s must match",
                           tf_shape_str(&c->in[0], a, sizeof a),
                           tf_shape_str(&c->in[1], b, sizeof b));
@@ -73,7 +53,7 @@ static tf_code shape_scatter(tf_shape_ctx *c) {
     want.dims[i] = i < idx->rank ? idx->dims[i] : ref->dims[i - idx->rank + 1];
   }
   tf_shape merged;
-  if (!ok || !shape_merge(&want, upd, &merged)) {
+  if (!ok || tf_shape_merge(&want, upd, &merged, NULL) != TF_OK) {
     return tf_shape_error(c, "Must have updates.shape = indices.shape + "
                           "ref.shape[1:] or updates.shape = [], got "
                           "updates.shape %s, indices.shape %s, ref.shape %s",

@@ -17,26 +17,6 @@
 
 static bool known(const tf_shape *s) { return s->rank != TF_UNKNOWN_RANK; }
 
-/* Merges two partial shapes into *out; false when they conflict. */
-static bool shape_merge(const tf_shape *a, const tf_shape *b, tf_shape *out) {
-  if (!known(a) || !known(b)) {
-    *out = known(a) ? *a : *b;
-    return true;
-  }
-  if (a->rank != b->rank) {
-    return false;
-  }
-  *out = *a;
-  for (int i = 0; i < a->rank; i++) {
-    if (a->dims[i] == TF_UNKNOWN_DIM) {
-      out->dims[i] = b->dims[i];
-    } else if (b->dims[i] != TF_UNKNOWN_DIM && b->dims[i] != a->dims[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 /* s without its first dim (unknown when s is unknown or a scalar). */
 static tf_shape drop_first(const tf_shape *s) {
   if (!known(s) || s->rank == 0) {
@@ -54,7 +34,7 @@ static tf_code merge_into(tf_shape_ctx *c, tf_shape *var, int i,
                           const char *name) {
   char a[96], b[96];
   tf_shape m;
-  if (!shape_merge(var, &c->in[i], &m)) {
+  if (tf_shape_merge(var, &c->in[i], &m, NULL) != TF_OK) {
     return tf_shape_error(c, "var and %s do not have the same shape %s %s",
                           name, tf_shape_str(var, a, sizeof a),
                           tf_shape_str(&c->in[i], b, sizeof b));
@@ -98,7 +78,7 @@ static tf_code check_sparse_grad(tf_shape_ctx *c, const tf_shape *var, int gi,
                           tf_shape_str(grad, a, sizeof a), n);
   }
   tf_shape vr = drop_first(var), gr = drop_first(grad), m;
-  if (!shape_merge(&vr, &gr, &m)) {
+  if (tf_shape_merge(&vr, &gr, &m, NULL) != TF_OK) {
     return tf_shape_error(c, "var and grad must match in every dimension "
                           "but the first, got var %s and grad %s",
                           tf_shape_str(var, a, sizeof a),

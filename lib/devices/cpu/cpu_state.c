@@ -56,23 +56,6 @@ static tf_code var_create(void *arg, tf_resource **out, tf_status *st) {
   return TF_OK;
 }
 
-/* Whether two declared (partial) shapes can describe the same variable. */
-static bool decl_compatible(const tf_shape *a, const tf_shape *b) {
-  if (a->rank == TF_UNKNOWN_RANK || b->rank == TF_UNKNOWN_RANK) {
-    return true;
-  }
-  if (a->rank != b->rank) {
-    return false;
-  }
-  for (int i = 0; i < a->rank; i++) {
-    if (a->dims[i] != TF_UNKNOWN_DIM && b->dims[i] != TF_UNKNOWN_DIM &&
-        a->dims[i] != b->dims[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 /* An existing variable must have this node's dtype and a compatible shape. */
 static tf_code check_shared(tf_kernel_ctx *ctx, const var_state *s,
                             const tf_variable *v) {
@@ -83,7 +66,8 @@ static tf_code check_shared(tf_kernel_ctx *ctx, const var_state *s,
                            "%s and found dtype %s", s->name,
                            tf_dtype_name(s->dtype), tf_dtype_name(v->dtype));
   }
-  if (!decl_compatible(&v->shape, &s->shape)) {
+  tf_shape merged; /* two declared (partial) shapes of one variable */
+  if (tf_shape_merge(&v->shape, &s->shape, &merged, NULL) != TF_OK) {
     return tf_kernel_error(ctx, TF_INVALID_ARGUMENT,
                            "Trying to share variable %s, but specified shape "
                            "%s and found shape %s", s->name,

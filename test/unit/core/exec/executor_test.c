@@ -117,6 +117,46 @@ START_TEST(test_hand_built_loop_runs) {
 }
 END_TEST
 
+/* Node ids need not be topological: a node made before the loop that
+ * gets a control input from the loop's body later runs in the loop's
+ * frame (frames follow the topological order, not the ids), and one made
+ * first that waits for the result runs after it. */
+START_TEST(test_ids_not_topological) {
+  tf_graph *g = tf_graph_new();
+  tf_node *tick = tt_node(g, "NoOp", "tick", NULL, 0, NULL, 0);
+  tf_node *after = tt_node(g, "NoOp", "after", NULL, 0, NULL, 0);
+  tf_node *zero = tt_const(g, "zero", tf_tensor_scalar_i64(0));
+  tf_node *limit = tt_const(g, "limit", tf_tensor_scalar_i64(5));
+  tf_node *two = tt_const(g, "two", tf_tensor_scalar_i64(2));
+  tf_node *merge;
+  tf_node *sw = loop_head(g, "L", o0(zero), o0(limit), &merge);
+  tf_node *two_e = enter(g, "two_enter", o0(two), "L", true);
+  tf_node *body = op2(g, "Add", "body", (tf_output){sw, 1}, o0(two_e));
+  tf_node *ex = loop_tail(g, merge, sw, body);
+  retval(g, "r", o0(ex), 0);
+  tf__node_add_control(tick, body);
+  tf__node_add_control(after, ex);
+  tf_executor *e = executor(g, NULL);
+  step s;
+  step_init(&s, 0, 1);
+  tf_exec_trace tr = {0};
+  ck_assert_msg(tf_executor_run(e, &s.ctx, &tr, tf__now_ns() + 20LL * 1000000000, &st) ==
+                TF_OK, "%s", st.msg);
+  ck_assert_int_eq(tf_tensor_get_i64(s.rets[0], 0), 6); /* 0 2 4 6 */
+  int ticks = 0, afters = 0;
+  for (int i = 0; i < tr.n; i++) {
+    ticks += tr.stats[i].node == tf_node_id(tick);
+    afters += tr.stats[i].node == tf_node_id(after);
+  }
+  ck_assert_int_eq(ticks, 3); /* once per iteration */
+  ck_assert_int_eq(afters, 1);
+  free(tr.stats);
+  step_fini(&s);
+  tf_executor_free(e);
+  tf_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_exit_in_root_frame) {
   tf_graph *g = tf_graph_new();
   tf_node *c = tt_const(g, "c", tf_tensor_scalar_f32(1));
@@ -326,6 +366,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_inputs_from_two_frames);
   tcase_add_test(tc, test_hand_built_loop_runs);
   tcase_add_test(tc, test_exit_in_root_frame);
+  tcase_add_test(tc, test_ids_not_topological);
   tcase_add_test(tc, test_frame_entered_from_two_frames);
   tcase_add_test(tc, test_no_kernel_for_dtype);
   tcase_add_test(tc, test_empty_graph);

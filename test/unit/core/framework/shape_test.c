@@ -1,6 +1,10 @@
 /* shape_test.c: tf_shape construction, element counts with overflow,
  * tf_shape_check errors (negative and huge dims, bad rank), printing with
- * unknowns and truncation, and NumPy broadcasting including unknown dims. */
+ * unknowns and truncation, NumPy broadcasting including unknown dims, and
+ * merging partial shapes: a table with unknown ranks and dims and both
+ * kinds of conflict (messages naming both shapes), aliasing, and every
+ * pair of small partial shapes against the definition (the merge admits
+ * exactly the concrete shapes both sides admit). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -339,6 +343,121 @@ START_TEST(test_broadcast_random) {
 }
 END_TEST
 
+/* ---- tf_shape_merge ------------------------------------------------------- */
+
+typedef struct mcase {
+  tf_shape a, b;
+  const char *want; /* the merged shape printed, or NULL: a conflict */
+  const char *msg;  /* the conflict's message */
+} mcase;
+
+START_TEST(test_merge_table) {
+  mcase cases[] = {
+      {UNKNOWN, UNKNOWN, "<unknown>", NULL},
+      {UNKNOWN, SHAPE(2, U), "[2,?]", NULL},
+      {SCALAR, UNKNOWN, "[]", NULL},
+      {SCALAR, SCALAR, "[]", NULL},
+      {SHAPE(2, U), SHAPE(U, 3), "[2,3]", NULL},
+      {SHAPE(U, U), SHAPE(U, U), "[?,?]", NULL},
+      {SHAPE(0, U, 7), SHAPE(0, 5, U), "[0,5,7]", NULL},
+      {SHAPE(2, 3), SHAPE(2, 4), NULL,
+       "shapes [2,3] and [2,4] are incompatible: dimension 1 is 3 vs 4"},
+      {SHAPE(U, 1), SHAPE(5, 0), NULL,
+       "shapes [?,1] and [5,0] are incompatible: dimension 1 is 1 vs 0"},
+      {SHAPE(2), SHAPE(2, 1), NULL, "shapes [2] and [2,1] are incompatible: rank 1 vs 2"},
+      {SCALAR, SHAPE(U), NULL, "shapes [] and [?] are incompatible: rank 0 vs 1"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const mcase *c = &cases[i];
+    for (int swap = 0; swap < 2; swap++) {
+      const tf_shape *a = swap ? &c->b : &c->a, *b = swap ? &c->a : &c->b;
+      tf_shape out = SHAPE(9, 9, 9);
+      tf_status st;
+      tf_code rc = tf_shape_merge(a, b, &out, &st);
+      if (c->want != NULL) {
+        ck_assert_msg(rc == TF_OK, "%s + %s: %s", str(a), str(b), st.msg);
+        ck_assert_str_eq(str(&out), c->want);
+        continue;
+      }
+      ck_assert_int_eq(rc, TF_INVALID_ARGUMENT);
+      ck_assert_str_eq(str(&out), "[9,9,9]"); /* untouched */
+      if (!swap) {
+        ck_assert_str_eq(st.msg, c->msg);
+      }
+      ck_assert_int_eq(tf_shape_merge(a, b, &out, NULL), TF_INVALID_ARGUMENT);
+    }
+  }
+}
+END_TEST
+
+/* out may be a or b; negative dims other than -1 count as unknown. */
+START_TEST(test_merge_in_place) {
+  tf_shape a = SHAPE(U, 3), b = SHAPE(2, U);
+  ck_assert_int_eq(tf_shape_merge(&a, &b, &a, NULL), TF_OK);
+  ck_assert_str_eq(str(&a), "[2,3]");
+  a = SHAPE(U, 3);
+  ck_assert_int_eq(tf_shape_merge(&a, &b, &b, NULL), TF_OK);
+  ck_assert_str_eq(str(&b), "[2,3]");
+  tf_shape odd = SHAPE(-7, 4), m;
+  ck_assert_int_eq(tf_shape_merge(&odd, &odd, &m, NULL), TF_OK);
+  ck_assert(m.rank == 2 && m.dims[0] == TF_UNKNOWN_DIM && m.dims[1] == 4);
+  tf_shape odd_rank = tf_shape_unknown();
+  odd_rank.rank = -3;
+  ck_assert_int_eq(tf_shape_merge(&odd_rank, &odd_rank, &m, NULL), TF_OK);
+  ck_assert_int_eq(m.rank, TF_UNKNOWN_RANK);
+}
+END_TEST
+
+/* Whether concrete c is one of the shapes partial p describes. */
+static bool admits(const tf_shape *p, const tf_shape *c) {
+  if (p->rank < 0) return true;
+  if (p->rank != c->rank) return false;
+  for (int i = 0; i < p->rank; i++) {
+    if (p->dims[i] >= 0 && p->dims[i] != c->dims[i]) return false;
+  }
+  return true;
+}
+
+/* Partial shape idx of the 14 with rank unknown, 0, 1 or 2 and dims ?, 1
+ * or 2: 0 unknown, 1 scalar, 2..4 vectors, 5..13 matrices. */
+static tf_shape small_partial(int idx) {
+  if (idx == 0) return UNKNOWN;
+  if (idx == 1) return SCALAR;
+  static const int64_t d[3] = {U, 1, 2};
+  if (idx < 5) return SHAPE(d[idx - 2]);
+  return SHAPE(d[(idx - 5) / 3], d[(idx - 5) % 3]);
+}
+
+START_TEST(test_merge_definition) {
+  enum { N_PARTIAL = 14, N_CONCRETE = 40 };
+  tf_shape concrete[N_CONCRETE]; /* ranks 0..3, dims 1..3 */
+  int n = 0;
+  for (int r = 0; r <= 3; r++) {
+    int count = r == 0 ? 1 : r == 1 ? 3 : r == 2 ? 9 : 27;
+    for (int k = 0; k < count; k++) {
+      tf_shape c = tf_shape_make(r, NULL);
+      for (int i = 0, v = k; i < r; i++, v /= 3) c.dims[i] = 1 + v % 3;
+      concrete[n++] = c;
+    }
+  }
+  ck_assert_int_eq(n, N_CONCRETE);
+  for (int i = 0; i < N_PARTIAL; i++) {
+    for (int j = 0; j < N_PARTIAL; j++) {
+      tf_shape a = small_partial(i), b = small_partial(j), m;
+      bool both_any = false; /* some concrete shape fits both */
+      for (int k = 0; k < n; k++) both_any |= admits(&a, &concrete[k]) && admits(&b, &concrete[k]);
+      tf_code rc = tf_shape_merge(&a, &b, &m, NULL);
+      ck_assert_msg((rc == TF_OK) == both_any, "%s + %s: code %d", str(&a), str(&b), rc);
+      for (int k = 0; k < n && rc == TF_OK; k++) {
+        const tf_shape *c = &concrete[k];
+        ck_assert_msg(admits(&m, c) == (admits(&a, c) && admits(&b, c)),
+                      "%s + %s = %s, wrong about %s", str(&a), str(&b), str(&m), str(c));
+      }
+    }
+  }
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("shape");
   TCase *tc = tcase_create("shape");
@@ -354,6 +473,9 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_broadcast_table);
   tcase_add_test(tc, test_broadcast_in_place);
   tcase_add_test(tc, test_broadcast_random);
+  tcase_add_test(tc, test_merge_table);
+  tcase_add_test(tc, test_merge_in_place);
+  tcase_add_test(tc, test_merge_definition);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -6,7 +6,9 @@
  * outer variable), a loop invariant, a cond inside a loop and a loop inside
  * an untaken branch; the same results for every parallel_iterations and
  * inter-op thread count; the graphs' structure; and the builders' errors,
- * after which the graph is left as it was. */
+ * after which the graph is left as it was: the same YAML (no node, name or
+ * control edge left behind, also when the failure comes after a nested
+ * cond was built) and the names free again ("cond", "while", "bad"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -853,8 +855,17 @@ static tf_code bad_body(tf_graph *g, const tf_output *v, int n,
   return TF_OK;
 }
 
+/* g as YAML: names, ops, inputs (control inputs too), attrs. */
+static char *yaml_of(const tf_graph *g) {
+  char *text = NULL;
+  size_t len = 0;
+  ck_assert_msg(tf_graph_to_yaml(g, &text, &len, &st) == TF_OK, "%s", st.msg);
+  return text;
+}
+
 static void loop_fails(tf_graph *g, int mode, tf_code code, const char *msg) {
   int before = tf_graph_num_nodes(g);
+  char *yaml = yaml_of(g);
   tf_output vars[2] = {{tf_graph_find(g, "i0"), 0}, {tf_graph_find(g, "v0"), 0}};
   bad_arg a = {mode, vars[1]};
   tf_output out[2] = {{NULL, 0}, {NULL, 0}};
@@ -863,7 +874,11 @@ static void loop_fails(tf_graph *g, int mode, tf_code code, const char *msg) {
                                  &a, 0, out, &st), code);
   ASSERT_HAS(st.msg, msg);
   ck_assert_int_eq(tf_graph_num_nodes(g), before); /* nothing left behind */
+  char *after = yaml_of(g);
+  ck_assert_str_eq(after, yaml);
   ck_assert_ptr_null(out[0].node);
+  free(yaml);
+  free(after);
 }
 
 static tf_code unset_branch(tf_graph *g, const tf_output *in, int n_in,
@@ -875,6 +890,12 @@ static tf_code int_branch(tf_graph *g, const tf_output *in, int n_in,
                           tf_output *out, int n_out, void *arg, tf_status *s) {
   out[0] = f32c(g, 1);
   out[1] = i32c(g, 2);
+  return TF_OK;
+}
+
+static tf_code int_branch1(tf_graph *g, const tf_output *in, int n_in,
+                           tf_output *out, int n_out, void *arg, tf_status *s) {
+  out[0] = op2(g, "Add", in[0], i32c(g, 2));
   return TF_OK;
 }
 
@@ -933,8 +954,10 @@ START_TEST(test_errors) {
   runner r;
   runner_init(&r, g, 1);
   tf_output lim = i32c(g, 4), vars[2] = {i0, i0};
-  ck_assert_int_eq(tf_while_loop(g, NULL, vars, 2, &lim, 1, lt_inv, count_body,
+  ck_assert_int_eq(tf_while_loop(g, "bad", vars, 2, &lim, 1, lt_inv, count_body,
                                  NULL, 0, out, &st), TF_OK);
+  /* every failed "bad" loop gave its scope back */
+  ck_assert_str_eq(tf_node_name(out[0].node), "bad/Exit");
   ck_assert_int_eq(tf_graph_validate(g, &st), TF_OK);
   tf_tensor *res[2];
   run_ok(&r, out, 2, res);
@@ -942,6 +965,65 @@ START_TEST(test_errors) {
   ck_assert_int_eq(get_i(res[1]), 4);
   tt_free(res, 2);
   runner_fini(&r);
+  tf_graph_free(g);
+}
+END_TEST
+
+/* ---- rollback in the middle of a build ---------------------------------- */
+
+/* Builds a few nodes and a nested cond (which succeeds), then fails. */
+static tf_code failing_branch(tf_graph *g, const tf_output *in, int n_in,
+                              tf_output *out, int n_out, void *arg, tf_status *s) {
+  tf_output x = op2(g, "Add", in[0], i32c(g, 1));
+  tf_output p = op2(g, "Less", x, i32c(g, 5)), y;
+  TF_TRY(tf_cond(g, NULL, p, &x, 1, int_branch1, int_branch1, NULL, &y, 1, s));
+  out[0] = op2(g, "Mul", y, x);
+  return tf_status_set(s, TF_UNIMPLEMENTED, "branch gives up after %s",
+                       tf_node_name(out[0].node));
+}
+
+static tf_code failing_body(tf_graph *g, const tf_output *v, int n,
+                            const tf_output *inv, int n_inv, tf_output *next,
+                            void *arg, tf_status *s) {
+  return failing_branch(g, v, n, next, n, arg, s);
+}
+
+START_TEST(test_rollback_mid_build) {
+  tf_graph *g = tf_graph_new();
+  tf_output x = ph(g, "x", TF_INT32, tf_shape_scalar());
+  tf_output p = op2(g, "Less", x, i32c(g, 3)), out[2];
+  tf_output lim = i32c(g, 4), vars[2] = {x, x};
+  char *before = yaml_of(g);
+  ck_assert_int_eq(tf_cond(g, NULL, p, &x, 1, int_branch1, failing_branch, NULL,
+                           out, 1, &st), TF_UNIMPLEMENTED);
+  ASSERT_HAS(st.msg, "branch gives up after cond/Mul");
+  char *after = yaml_of(g);
+  ck_assert_str_eq(after, before);
+  free(after);
+  ck_assert_int_eq(tf_while_loop(g, NULL, vars, 2, &lim, 1, lt_inv, failing_body,
+                                 NULL, 0, out, &st), TF_UNIMPLEMENTED);
+  ASSERT_HAS(st.msg, "branch gives up after while/Mul");
+  after = yaml_of(g);
+  ck_assert_str_eq(after, before);
+  free(after);
+  /* the names are free again: the next cond and loop get "cond" and "while" */
+  ck_assert_int_eq(tf_cond(g, NULL, p, &x, 1, int_branch1, int_branch1, NULL,
+                           out, 1, &st), TF_OK);
+  ck_assert_str_eq(tf_node_name(out[0].node), "cond/Merge");
+  ck_assert_int_eq(tf_while_loop(g, NULL, vars, 2, &lim, 1, lt_inv, count_body,
+                                 NULL, 0, out, &st), TF_OK);
+  ck_assert_str_eq(tf_node_name(out[0].node), "while/Exit");
+  ck_assert_int_eq(tf_graph_validate(g, &st), TF_OK);
+  runner r;
+  runner_init(&r, g, 1);
+  feed(&r, "x", tf_tensor_scalar_i32(1));
+  tf_tensor *res[2];
+  run_ok(&r, out, 2, res);
+  ck_assert_int_eq(get_i(res[0]), 4);
+  ck_assert_int_eq(get_i(res[1]), 4);
+  tt_free(res, 2);
+  runner_fini(&r);
+  free(before);
   tf_graph_free(g);
 }
 END_TEST
@@ -966,6 +1048,7 @@ Suite *tt_suite(void) {
   TCase *tb = tcase_create("build");
   tcase_add_test(tb, test_structure);
   tcase_add_test(tb, test_errors);
+  tcase_add_test(tb, test_rollback_mid_build);
   suite_add_tcase(s, tb);
   return s;
 }

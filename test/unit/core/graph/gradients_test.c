@@ -8,6 +8,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/core/graph/grad_registry.h"
@@ -290,8 +291,9 @@ START_TEST(test_grad_ys) {
 END_TEST
 
 /* An op on the path without a gradient function: INVALID_ARGUMENT naming
- * op and node, and every node the call added is removed again; the graph
- * still works and a later call succeeds. */
+ * op and node, and the graph is as it was (same YAML: every node the call
+ * added is removed again); the graph still works and a later call
+ * succeeds, in the scope "gradients" the failed call gave back. */
 START_TEST(test_no_gradient_rollback) {
   tf_graph *g = tf_graph_new();
   tf_output x = out0(tt_placeholder(g, "x", TF_FLOAT64, tf_shape_of(1, 3)));
@@ -301,10 +303,17 @@ START_TEST(test_no_gradient_rollback) {
   int before = tf_graph_num_nodes(g);
   tf_output dx = {(tf_node *)1, 0};
   tf_status st;
+  char *yaml0 = NULL, *yaml1 = NULL;
+  size_t len;
+  ck_assert_int_eq(tf_graph_to_yaml(g, &yaml0, &len, &st), TF_OK);
   ck_assert_int_eq(tf_gradients(g, &y, 1, &x, 1, NULL, &dx, &st), TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(st.msg, "no gradient registered for op 'TestNoGrad' "
                        "(node 'ng')") != NULL, "%s", st.msg);
   ck_assert_int_eq(tf_graph_num_nodes(g), before);
+  ck_assert_int_eq(tf_graph_to_yaml(g, &yaml1, &len, &st), TF_OK);
+  ck_assert_str_eq(yaml1, yaml0);
+  free(yaml0);
+  free(yaml1);
   ck_assert_ptr_null(dx.node);
   for (int i = 0; i < before; i++) {
     tf_node *n = tf_graph_node(g, i);
@@ -313,6 +322,8 @@ START_TEST(test_no_gradient_rollback) {
   /* y' = Neg(x) * x avoids it: works after the failed call. */
   tf_output y2 = op2(g, "Mul", op1(g, "Neg", x), x);
   ck_assert_msg(tf_gradients(g, &y2, 1, &x, 1, NULL, &dx, &st) == TF_OK, "%s", st.msg);
+  ck_assert_msg(strncmp(tf_node_name(dx.node), "gradients/", 10) == 0, "%s",
+                tf_node_name(dx.node));
   tf_tensor *xv = tt_rand(TF_FLOAT64, tf_shape_of(1, 3), -3, 3);
   tf_tensor *d = eval(g, "x", xv, dx);
   double want[3];

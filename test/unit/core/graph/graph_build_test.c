@@ -1,6 +1,7 @@
 /* Tests for node building and batch import: validation errors, type attr
  * inference, list arguments, defaults, shape inference hooks, colocation,
- * and cycle detection. Uses test-only ops registered here. */
+ * topological ids for defs out of order, and cycle detection (naming a
+ * node on the cycle). Uses test-only ops registered here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +297,12 @@ START_TEST(test_import_roundtrip_defs) {
   ck_assert_msg(tf_graph_import(g, defs, 6, &st) == TF_OK, "%s", st.msg);
   tf_tensor_unref(zero);
   ck_assert_int_eq(tf_graph_num_nodes(g), 6);
+  /* ids are topological: producers first, ties to the earlier def (axis
+   * and x are ready first; x readies sum, a and b, which beat cat) */
+  const char *by_id[] = {"axis", "x", "sum", "a", "b", "cat"};
+  for (int i = 0; i < 6; i++) {
+    ck_assert_str_eq(tf_node_name(tf_graph_node(g, i)), by_id[i]);
+  }
   tf_node *cat = tf_graph_find(g, "cat");
   ck_assert(tf_shape_equal(tf_node_output_shape(cat, 0), &(tf_shape){1, {8}}));
   ck_assert_int_eq(tf_node_num_control_inputs(cat), 1);
@@ -339,6 +346,13 @@ START_TEST(test_import_errors_add_nothing) {
   ck_assert_int_eq(tf_graph_import(g, cyc, 3, &st), TF_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(st.msg, "cycle"));
   ck_assert_int_eq(tf_graph_num_nodes(g), 0);
+  /* the error names a node on the cycle, not t, which only follows it */
+  tf_node_def behind[] = {
+      {.name = "t", .op = "NoOp", .n_inputs = 1, .inputs = (const char *[]){"^q"}},
+      cyc[0], cyc[1], cyc[2]};
+  ck_assert_int_eq(tf_graph_import(g, behind, 4, &st), TF_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(st.msg, "node 'p' (Identity): is on a cycle that does "
+                       "not pass through a NextIteration node"), "%s", st.msg);
   tf_node_def dup[] = {cyc[0], cyc[0]};
   ck_assert_int_eq(tf_graph_import(g, dup, 2, &st), TF_ALREADY_EXISTS);
   tf_node_def missing[] = {{.name = "m", .op = "Identity", .n_inputs = 1, .inputs = in_missing}};
@@ -381,6 +395,10 @@ START_TEST(test_import_loop_back_edge) {
   };
   ck_assert_msg(tf_graph_import(g, defs, 4, &st) == TF_OK, "%s", st.msg);
   ck_assert_int_eq(tf_graph_validate(g, &st), TF_OK);
+  const char *by_id[] = {"x", "m", "body", "n"}; /* the back edge aside */
+  for (int i = 0; i < 4; i++) {
+    ck_assert_str_eq(tf_node_name(tf_graph_node(g, i)), by_id[i]);
+  }
   tf_node *m = tf_graph_find(g, "m");
   ck_assert_str_eq(tf_node_name(tf_node_input(m, 1).node), "n");
   ck_assert_int_eq(tf_node_input_type(m, 1), TF_FLOAT32);

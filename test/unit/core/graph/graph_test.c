@@ -1,7 +1,15 @@
 /* Tests for graph storage: accessors, typed attr getters, tensor-name
- * lookup and whole-graph validation. */
+ * lookup, whole-graph validation, and marks (lib/core/graph/algorithm.h):
+ * a rollback puts the graph back exactly as it was (same YAML, names and
+ * scopes handed out again, control inputs and back edges set on older
+ * nodes undone), marks nest (inner commit then outer rollback, inner
+ * rollback then outer commit), and ending marks out of order aborts. */
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/graph/algorithm.h"
+#include "lib/core/graph/graph_impl.h"
 #include "test/unit/testutil.h"
 
 START_TEST(test_attr_getters) {
@@ -89,6 +97,134 @@ START_TEST(test_validate_acyclic) {
 }
 END_TEST
 
+/* ---- marks -------------------------------------------------------------- */
+
+/* g as YAML (names, ops, inputs with control inputs, attrs, devices). */
+static char *yaml_of(const tf_graph *g) {
+  char *text = NULL;
+  size_t len = 0;
+  tf_status st;
+  ck_assert_msg(tf_graph_to_yaml(g, &text, &len, &st) == TF_OK, "%s", st.msg);
+  return text;
+}
+
+static tf_node *add(tf_graph *g, const char *op, const char *name, tf_node *in) {
+  tf_output x = {in, 0};
+  return tt_node(g, op, name, &x, in != NULL, NULL, 0);
+}
+
+static const char *unique(tf_graph *g, const char *base, char *buf) {
+  return tf_graph_unique_name(g, base, buf, 64);
+}
+
+START_TEST(test_mark_rollback) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  char buf[64];
+  tf_node *p = tt_placeholder(g, "p", TF_INT32, tf_shape_of(1, 2));
+  tf_node_builder *mb = tf_node_begin(g, "Merge", "m");
+  tf_node_add_input_list(mb, (tf_output[]){{p, 0}, {p, 0}}, 2);
+  tf_node *m = tf_node_finish(mb, &st);
+  ck_assert_msg(m != NULL, "%s", st.msg);
+  tf_node *q = add(g, "Identity", "q", p);
+  ck_assert_str_eq(unique(g, "u", buf), "u");
+  tf_graph_push_scope(g, "outer");
+  char *before = yaml_of(g);
+  int n0 = tf_graph_num_nodes(g), depth0 = g->n_scopes;
+
+  tf__gmark mk = tf__graph_mark(g);
+  tf_graph_push_scope(g, "s");
+  tf_node *a = add(g, "Identity", "a", q);
+  add(g, "NoOp", NULL, NULL);
+  ck_assert_str_eq(unique(g, "u", buf), "outer/s/u");
+  tf_graph_pop_scope(g);
+  tf_graph_push_scope(g, "s");             /* outer/s_1/ */
+  ck_assert_str_eq(unique(g, "u", buf), "outer/s_1/u");
+  tf_node *nx = add(g, "NextIteration", "next", a);
+  ck_assert_int_eq(tf__node_set_back_edge(m, 1, (tf_output){nx, 0}, &st), TF_OK);
+  tf__node_add_control(q, a);              /* an older node gains inputs */
+  tf__node_add_control(q, p);
+  ck_assert_str_eq(unique(g, "u", buf), "outer/s_1/u_1");
+  tf_graph_pop_scope(g);
+  ck_assert_str_eq(unique(g, "u", buf), "outer/u");
+  ck_assert_int_eq(tf_graph_num_nodes(g), n0 + 3);
+  tf__graph_rollback(g, &mk);
+
+  char *after = yaml_of(g);
+  ck_assert_str_eq(after, before);
+  ck_assert_int_eq(tf_graph_num_nodes(g), n0);
+  ck_assert_int_eq(g->n_scopes, depth0);
+  ck_assert_int_eq(tf_node_num_control_inputs(q), 0);
+  ck_assert_ptr_eq(tf_node_input(m, 1).node, p);
+  ck_assert_ptr_null(tf_graph_find(g, "outer/s/a"));
+  ck_assert_int_eq(tf_graph_validate(g, &st), TF_OK);
+  /* every name and scope handed out since the mark is free again */
+  ck_assert_str_eq(unique(g, "u", buf), "outer/u");
+  tf_graph_push_scope(g, "s");
+  ck_assert_str_eq(tf__graph_scope(g), "outer/s/");
+  ck_assert_str_eq(tf_node_name(add(g, "Identity", "a", q)), "outer/s/a");
+  ck_assert_str_eq(tf_node_name(add(g, "NoOp", NULL, NULL)), "outer/s/NoOp");
+  tf_graph_pop_scope(g);
+  tf_graph_pop_scope(g);
+  ck_assert_str_eq(unique(g, "u", buf), "u_1"); /* older names stay taken */
+  free(before);
+  free(after);
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_mark_nesting) {
+  tf_graph *g = tf_graph_new();
+  char buf[64];
+  tf_node *p = tt_placeholder(g, "p", TF_INT32, tf_shape_of(1, 2));
+  char *before = yaml_of(g);
+  /* inner commit, outer rollback: everything goes */
+  tf__gmark outer = tf__graph_mark(g);
+  add(g, "Identity", "a", p);
+  tf__gmark inner = tf__graph_mark(g);
+  tf_graph_push_scope(g, "in");
+  tf_node *b = add(g, "Identity", "b", p);
+  tf__node_add_control(p, b);
+  tf__graph_commit(g, &inner);
+  ck_assert_str_eq(tf__graph_scope(g), ""); /* the build's scopes end with it */
+  add(g, "Identity", "c", p);
+  tf__graph_rollback(g, &outer);
+  char *after = yaml_of(g);
+  ck_assert_str_eq(after, before);
+  free(after);
+  ck_assert_str_eq(unique(g, "in", buf), "in");
+  ck_assert_str_eq(unique(g, "a", buf), "a");
+  /* inner rollback, outer commit: what the outer added stays */
+  outer = tf__graph_mark(g);
+  add(g, "Identity", "x", p);
+  inner = tf__graph_mark(g);
+  add(g, "Identity", "y", p);
+  tf__graph_rollback(g, &inner);
+  add(g, "Identity", "z", p);
+  tf__graph_commit(g, &outer);
+  ck_assert_int_eq(tf_graph_num_nodes(g), 3);
+  ck_assert_ptr_nonnull(tf_graph_find(g, "x"));
+  ck_assert_ptr_null(tf_graph_find(g, "y"));
+  ck_assert_ptr_nonnull(tf_graph_find(g, "z"));
+  ck_assert_str_eq(unique(g, "y", buf), "y");
+  ck_assert_str_eq(unique(g, "x", buf), "x_1");
+  ck_assert_int_eq(g->n_marks, 0);
+  ck_assert_int_eq(g->n_edits, 0); /* the log empties with the last mark */
+  free(before);
+  tf_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_mark_out_of_order_aborts) {
+  tf_graph *g = tf_graph_new();
+  tf__gmark outer = tf__graph_mark(g);
+  tf__gmark inner = tf__graph_mark(g);
+  (void)inner;
+  tf__graph_rollback(g, &outer); /* inner is still open: TF_ASSERT */
+  tf_graph_free(g);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("graph");
   TCase *tc = tcase_create("core");
@@ -96,5 +232,10 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_const_attr_tensor_and_list_attrs);
   tcase_add_test(tc, test_validate_acyclic);
   suite_add_tcase(s, tc);
+  TCase *tm = tcase_create("marks");
+  tcase_add_test(tm, test_mark_rollback);
+  tcase_add_test(tm, test_mark_nesting);
+  tcase_add_test_raise_signal(tm, test_mark_out_of_order_aborts, SIGABRT);
+  suite_add_tcase(s, tm);
   return s;
 }
