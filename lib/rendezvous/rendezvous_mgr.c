@@ -13,10 +13,10 @@
 
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/strmap.h"
 #include "lib/core/base/util.h"
 
@@ -27,7 +27,7 @@ typedef struct waiter {
   uint64_t token;
   struct rdv_table *table;
   char *key;
-  _Atomic int refs;
+  tf__refcount refs; /* the table side's and the cancel registration's */
   bool in_table;  /* under the manager's lock */
   bool completed; /* taken out of the table by someone */
 } waiter;
@@ -43,7 +43,8 @@ typedef struct rdv_table {
   tf_rendezvous base; /* first: a tf_rendezvous * is a table */
   tf_rdv_mgr *m;
   uint64_t step_id;
-  int refs;           /* the map's, and one per tf_rdv_mgr_step */
+  tf__refcount refs;  /* the map's, one per tf_rdv_mgr_step and one per
+                         waiter; changed only under the manager's lock */
   tf_status why;      /* code != OK once aborted */
   int64_t last_ns;
   tf__strmap items;
@@ -59,7 +60,7 @@ typedef struct step_ent {
 
 struct tf_rdv_mgr {
   pthread_mutex_t mu;
-  _Atomic int refs;   /* the owner's and one per table alive */
+  tf__refcount refs;  /* the owner's and one per table alive */
   char *prefix;       /* task prefix + "/device:" */
   int64_t ttl_ns;
   tf_rdv_remote_send_fn remote;
@@ -78,20 +79,21 @@ typedef struct wake {
   bool dead;
 } wake;
 
-static void mgr_unref(tf_rdv_mgr *m) {
-  if (atomic_fetch_sub(&m->refs, 1) != 1) return;
+static void mgr_release(void *arg) {
+  tf_rdv_mgr *m = arg;
   pthread_mutex_destroy(&m->mu);
   free(m->buckets);
   free(m->prefix);
   free(m);
 }
 
+static void mgr_unref(tf_rdv_mgr *m) { tf__ref_put(&m->refs, mgr_release, m); }
+
 static bool table_unref_locked(struct rdv_table *t);
 
-/* The last reference also drops the waiter's table reference (never
- * called under the lock). */
-static void waiter_unref(waiter *w) {
-  if (atomic_fetch_sub(&w->refs, 1) != 1) return;
+/* Frees a waiter and drops its table reference (never under the lock). */
+static void waiter_release(void *arg) {
+  waiter *w = arg;
   tf_rdv_mgr *m = w->table->m;
   pthread_mutex_lock(&m->mu);
   bool lost = table_unref_locked(w->table);
@@ -99,6 +101,10 @@ static void waiter_unref(waiter *w) {
   if (lost) mgr_unref(m);
   free(w->key);
   free(w);
+}
+
+static void waiter_unref(waiter *w) {
+  tf__ref_put(&w->refs, waiter_release, w);
 }
 
 /* ---- waking waiters ------------------------------------------------------- */
@@ -198,11 +204,11 @@ static rdv_table *table_new(tf_rdv_mgr *m, uint64_t id) {
   t->base.recv = table_recv;
   t->m = m;
   t->step_id = id;
-  t->refs = 1;
+  tf__ref_init(&t->refs, 1);
   tf_status_init(&t->why);
   t->last_ns = tf__now_ns();
   tf__strmap_init(&t->items);
-  atomic_fetch_add(&m->refs, 1);
+  tf__ref_get(&m->refs);
   if (m->n_ents + 1 > 2 * m->n_buckets) grow(m);
   step_ent *e = tf__xcalloc(1, sizeof *e);
   e->id = id;
@@ -218,7 +224,7 @@ static rdv_table *table_new(tf_rdv_mgr *m, uint64_t id) {
 /* Drops one table reference; the last frees it. Under the lock; returns
  * whether the manager lost a reference (to drop after unlocking). */
 static bool table_unref_locked(rdv_table *t) {
-  if (--t->refs > 0) return false;
+  if (!tf__ref_drop(&t->refs)) return false;
   tf_status st = {TF_CANCELLED, "released"};
   wake *v = NULL;
   int n = abort_locked(t, &st, &v);
@@ -242,7 +248,7 @@ tf_rdv_mgr *tf_rdv_mgr_new(const char *task_prefix, int64_t ttl_ms,
                            tf_rdv_remote_send_fn remote, void *remote_arg) {
   tf_rdv_mgr *m = tf__xcalloc(1, sizeof *m);
   pthread_mutex_init(&m->mu, NULL);
-  atomic_init(&m->refs, 1);
+  tf__ref_init(&m->refs, 1);
   m->prefix = tf__xasprintf("%s/device:", task_prefix ? task_prefix : "");
   m->ttl_ns = (ttl_ms > 0 ? ttl_ms : 1) * 1000000LL;
   m->remote = remote;
@@ -291,7 +297,7 @@ tf_rendezvous *tf_rdv_mgr_step(tf_rdv_mgr *m, uint64_t step_id, tf_status *st) {
     return NULL;
   }
   rdv_table *t = e != NULL ? e->t : table_new(m, step_id);
-  t->refs++;
+  tf__ref_get(&t->refs);
   t->last_ns = tf__now_ns();
   pthread_mutex_unlock(&m->mu);
   return &t->base;
@@ -458,7 +464,7 @@ static void table_recv(tf_rendezvous *r, const char *key, tf_cancel *cancel,
   waiter *w = tf__xcalloc(1, sizeof *w);
   *w = (waiter){.done = done, .arg = arg, .cancel = cancel, .table = t,
                 .key = tf__xstrdup(key)};
-  atomic_init(&w->refs, cancel != NULL ? 2 : 1);
+  tf__ref_init(&w->refs, cancel != NULL ? 2 : 1);
   if (cancel != NULL) {
     w->token = tf_cancel_register(cancel, waiter_cancelled, w);
     if (w->token == 0) { /* already cancelled */
@@ -472,7 +478,7 @@ static void table_recv(tf_rendezvous *r, const char *key, tf_cancel *cancel,
   }
   wake k;
   pthread_mutex_lock(&m->mu);
-  t->refs++; /* the waiter's, dropped by its last waiter_unref */
+  tf__ref_get(&t->refs); /* the waiter's, dropped by waiter_release */
   bool finished = take_locked(t, key, w, &k);
   pthread_mutex_unlock(&m->mu);
   if (finished) wake_run(&k);
@@ -587,7 +593,10 @@ int tf_rdv_mgr_sweep(tf_rdv_mgr *m, int64_t now_ns) {
       /* Only orphans expire: a table a RunGraph or a waiting _Recv still
        * holds (refs beyond the map's) belongs to a running step, which its
        * deadline and the master's health checks bound. */
-      if (e->t->refs > 1 || now_ns - e->t->last_ns <= m->ttl_ns) continue;
+      if (tf__ref_count(&e->t->refs) > 1 ||
+          now_ns - e->t->last_ns <= m->ttl_ns) {
+        continue;
+      }
       tf_status why;
       tf_status_set(&why, TF_ABORTED, "step %" PRIu64 ": rendezvous table "
                     "expired after %lld ms without activity", e->id,

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "lib/core/exec/session_impl.h"
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/strmap.h"
 #include "lib/runtime/master.h"
 #include "lib/runtime/partition.h"
@@ -61,7 +62,7 @@ typedef struct ms_session {
   bool closed;
   ms_prepared **retired; /* replaced entries (steps may still use them) */
   int n_retired;
-  int refs;            /* under the master's mu */
+  tf__refcount refs;   /* the table's and one per tf__ms_session_get */
   int64_t last_used_ns;
 } ms_session;
 

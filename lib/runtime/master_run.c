@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
@@ -20,7 +21,7 @@
 struct ms_step {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int refs;               /* the driver + one per RunGraph in flight */
+  tf__refcount refs;      /* the driver + one per RunGraph in flight */
   int pending;
   bool failed;
   tf_status err;
@@ -36,17 +37,16 @@ typedef struct part_call {
   int i;
 } part_call;
 
-static void step_unref(ms_step *s) {
-  pthread_mutex_lock(&s->mu);
-  bool last = --s->refs == 0;
-  pthread_mutex_unlock(&s->mu);
-  if (!last) return;
+static void step_release(void *arg) {
+  ms_step *s = arg;
   for (int i = 0; i < s->n_parts; i++) tf_wire_msg_free(s->replies[i]);
   free(s->replies);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
   free(s);
 }
+
+static void step_unref(ms_step *s) { tf__ref_put(&s->refs, step_release, s); }
 
 /* Records the step's first error (under s->mu). */
 static void fail_locked(ms_step *s, tf_code code, const char *msg) {
@@ -256,7 +256,7 @@ tf_code tf__ms_run_partitions(tf_master *m, ms_session *sess, ms_prepared *p,
   }
   s->tasks = tasks;
   s->prefixes = prefixes;
-  s->refs = 1;
+  tf__ref_init(&s->refs, 1);
   track(m, s, true);
   int64_t rpc_ms = deadline_ms > 0 ? deadline_ms + RPC_GRACE_MS : NO_DEADLINE_RPC_MS;
   for (int i = 0; i < p->n_parts; i++) {
@@ -271,7 +271,7 @@ tf_code tf__ms_run_partitions(tf_master *m, ms_session *sess, ms_prepared *p,
       break;
     }
     s->pending++;
-    s->refs++;
+    tf__ref_get(&s->refs);
     pthread_mutex_unlock(&s->mu);
     part_call *c = tf__xcalloc(1, sizeof *c);
     c->s = s;

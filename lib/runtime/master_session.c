@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
@@ -45,7 +46,7 @@ ms_session *tf__ms_session_get(tf_master *m, uint64_t handle, tf_status *st) {
   pthread_mutex_lock(&m->mu);
   ms_session *s = tf__strmap_get(&m->sessions, key, NULL);
   if (s != NULL) {
-    s->refs++;
+    tf__ref_get(&s->refs); /* under m->mu: the table's keeps s alive */
     s->last_used_ns = tf__now_ns();
   }
   pthread_mutex_unlock(&m->mu);
@@ -57,11 +58,10 @@ ms_session *tf__ms_session_get(tf_master *m, uint64_t handle, tf_status *st) {
   return s;
 }
 
+static void session_release(void *s) { tf__ms_session_destroy(s); }
+
 void tf__ms_session_put(tf_master *m, ms_session *s) {
-  pthread_mutex_lock(&m->mu);
-  bool last = --s->refs < 0;
-  pthread_mutex_unlock(&m->mu);
-  if (last) tf__ms_session_destroy(s);
+  tf__ref_put(&s->refs, session_release, s);
 }
 
 /* Adds the nodes of the "graph" field of req's body to g. */
@@ -92,6 +92,7 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
     return NULL;
   }
   ms_session *s = tf__xcalloc(1, sizeof *s);
+  tf__ref_init(&s->refs, 1); /* the table's */
   pthread_mutex_init(&s->mu, NULL);
   tf__strmap_init(&s->cache);
   s->g = tf_graph_new();
@@ -167,9 +168,8 @@ nng_msg *tf__ms_close_session(tf_master *m, const tf_wire_msg *req, tf_status *s
   pthread_mutex_lock(&m->mu);
   ms_session *s = tf__strmap_get(&m->sessions, key, NULL);
   if (s != NULL) {
-    tf__strmap_del(&m->sessions, key);
+    tf__strmap_del(&m->sessions, key); /* the table's reference is ours */
     m->n_sessions--;
-    s->refs++;
   }
   pthread_mutex_unlock(&m->mu);
   if (s == NULL) {
@@ -182,7 +182,6 @@ nng_msg *tf__ms_close_session(tf_master *m, const tf_wire_msg *req, tf_status *s
   deregister_all(m, s);
   pthread_mutex_unlock(&s->mu);
   tf_log(LOG_INFO, "session %s closed", key);
-  tf__ms_session_put(m, s); /* ours */
   tf__ms_session_put(m, s); /* the table's */
   return tf__ms_empty_reply(req, st);
 }

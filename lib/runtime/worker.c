@@ -91,6 +91,7 @@ static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
     return NULL;
   }
   wk_graph *g = tf__xcalloc(1, sizeof *g);
+  tf__ref_init(&g->refs, 1); /* the table's */
   g->session = req->h.session;
   g->g = tf_graph_new();
   tf_executor_opts eo = {.device = &w->dev, .runner = w->runner};
@@ -126,7 +127,7 @@ wk_graph *tf__wk_graph_get(tf_worker *w, uint64_t handle, tf_status *st) {
   snprintf(key, sizeof key, "%016" PRIx64, handle);
   pthread_mutex_lock(&w->mu);
   wk_graph *g = tf__strmap_get(&w->graphs, key, NULL);
-  if (g != NULL) g->refs++;
+  if (g != NULL) tf__ref_get(&g->refs); /* under w->mu: the table's keeps g */
   pthread_mutex_unlock(&w->mu);
   if (g == NULL) {
     tf_status_set(st, TF_ABORTED, "Graph handle is not found: %s on %s. "
@@ -136,11 +137,10 @@ wk_graph *tf__wk_graph_get(tf_worker *w, uint64_t handle, tf_status *st) {
   return g;
 }
 
+static void graph_release(void *g) { graph_free(g); }
+
 void tf__wk_graph_put(tf_worker *w, wk_graph *g) {
-  pthread_mutex_lock(&w->mu);
-  bool last = --g->refs < 0;
-  pthread_mutex_unlock(&w->mu);
-  if (last) graph_free(g);
+  tf__ref_put(&g->refs, graph_release, g);
 }
 
 static nng_msg *deregister_graph(tf_worker *w, const tf_wire_msg *req,
@@ -154,12 +154,11 @@ static nng_msg *deregister_graph(tf_worker *w, const tf_wire_msg *req,
   pthread_mutex_lock(&w->mu);
   wk_graph *g = tf__strmap_get(&w->graphs, key, NULL);
   if (g != NULL) {
-    tf__strmap_del(&w->graphs, key);
+    tf__strmap_del(&w->graphs, key); /* the table's reference is ours */
     w->n_graphs--;
   }
-  bool last = g != NULL && --g->refs < 0;
   pthread_mutex_unlock(&w->mu);
-  if (last) graph_free(g);
+  if (g != NULL) tf__wk_graph_put(w, g);
   return tf__wk_empty_reply(req, st);
 }
 

@@ -11,6 +11,7 @@
 #include "lib/core/base/cancel.h"
 #include "lib/core/exec/executor.h"
 #include "lib/core/framework/resource.h"
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/strmap.h"
 #include "lib/core/base/workqueue.h"
 #include "lib/rendezvous/rendezvous_mgr.h"
@@ -18,13 +19,13 @@
 #include "lib/transport/rpc.h"
 
 /* A registered partition: its graph and executor, shared by the steps
- * running it (refs), freed when deregistered and idle. */
+ * running it, freed when deregistered and idle. */
 typedef struct wk_graph {
   uint64_t handle;
   uint64_t session;
   tf_graph *g;
   tf_executor *ex;
-  int refs; /* under the worker's mu */
+  tf__refcount refs; /* the table's and one per tf__wk_graph_get */
 } wk_graph;
 
 /* A running step, so AbortStep can cancel it. */

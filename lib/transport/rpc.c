@@ -14,6 +14,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 
@@ -27,8 +28,9 @@
 typedef struct dedup_entry {
   uint64_t id;
   int method;
-  bool done, evicted;
-  int waiters;           /* retries blocked on this entry */
+  bool done;
+  tf__refcount refs;     /* the table's until evicted, and one per retry
+                            blocked on this entry */
   nng_msg *reply;        /* retained copy; NULL if too large */
   size_t reply_len;
   struct dedup_entry *next; /* hash chain */
@@ -69,6 +71,8 @@ static void dedup_destroy(dedup *d) {
     while (d->bucket[i] != NULL) {
       dedup_entry *e = d->bucket[i];
       d->bucket[i] = e->next;
+      bool last = tf__ref_drop(&e->refs); /* no retry waits: workers joined */
+      TF_ASSERT(last);
       entry_free(e);
     }
   }
@@ -82,9 +86,7 @@ static void dedup_evict_oldest(dedup *d) {
   d->head = (d->head + 1) % DEDUP_KEEP;
   d->count--;
   *dedup_slot(d, e->id) = e->next;
-  if (e->waiters > 0) {
-    e->evicted = true; /* the last waiter frees it */
-  } else {
+  if (tf__ref_drop(&e->refs)) { /* else the last waiter frees it */
     entry_free(e);
   }
 }
@@ -124,12 +126,11 @@ static nng_msg *dedup_wait(dedup *d, dedup_entry *e, const tf_wire_header *h,
     ts.tv_sec++;
     ts.tv_nsec -= 1000000000;
   }
-  e->waiters++;
+  tf__ref_get(&e->refs);
   int rc = 0;
   while (!e->done && rc != ETIMEDOUT) {
     rc = pthread_cond_timedwait(&d->cv, &d->mu, &ts);
   }
-  e->waiters--;
   nng_msg *m = NULL;
   if (e->done) {
     m = dedup_answer(e, h, st);
@@ -140,7 +141,7 @@ static nng_msg *dedup_wait(dedup *d, dedup_entry *e, const tf_wire_header *h,
                   tf_method_name(h->method), (unsigned long long)h->request_id,
                   (long long)wait_ms);
   }
-  if (e->evicted && e->waiters == 0) {
+  if (tf__ref_drop(&e->refs)) { /* evicted while this retry waited */
     entry_free(e);
   }
   return m;
@@ -158,6 +159,7 @@ static bool dedup_begin(dedup *d, const tf_wire_header *h, nng_msg **reply,
     e = tf__xcalloc(1, sizeof *e);
     e->id = h->request_id;
     e->method = h->method;
+    tf__ref_init(&e->refs, 1);
     *slot = e;
     pthread_mutex_unlock(&d->mu);
     return true;

@@ -12,13 +12,14 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 
 struct tf_rpc_client {
   nng_socket sock;
   char *url;
-  atomic_int refs;  /* the owner's plus one per call in flight */
+  tf__refcount refs; /* the owner's plus one per call in flight */
 };
 
 typedef struct call {
@@ -33,11 +34,14 @@ typedef struct call {
   void *arg;
 } call;
 
+static void client_release(void *arg) {
+  tf_rpc_client *c = arg;
+  free(c->url);
+  free(c);
+}
+
 static void client_unref(tf_rpc_client *c) {
-  if (atomic_fetch_sub(&c->refs, 1) == 1) {
-    free(c->url);
-    free(c);
-  }
+  tf__ref_put(&c->refs, client_release, c);
 }
 
 tf_code tf_rpc_client_new(const char *url, int64_t max_msg_bytes,
@@ -54,7 +58,7 @@ tf_code tf_rpc_client_new(const char *url, int64_t max_msg_bytes,
                          url);
   }
   tf_rpc_client *c = tf__xcalloc(1, sizeof *c);
-  atomic_init(&c->refs, 1);
+  tf__ref_init(&c->refs, 1);
   c->url = tf__xstrdup(url);
   int rv = nng_req0_open(&c->sock);
   if (rv != 0) {
@@ -211,7 +215,7 @@ void tf_rpc_call_async(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
              nng_strerror(rv));
     return;
   }
-  atomic_fetch_add(&c->refs, 1);
+  tf__ref_get(&c->refs);
   nng_aio_set_msg(k->aio, req);
   nng_aio_set_timeout(k->aio, (nng_duration)TF_MIN(timeout_ms, INT32_MAX));
   nng_ctx_send(k->ctx, k->aio);

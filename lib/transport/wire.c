@@ -445,7 +445,7 @@ static tf_code parse_into(tf_wire_msg *r, tf_status *st) {
 tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st) {
   *out = NULL;
   tf_wire_msg *r = tf__xcalloc(1, sizeof *r);
-  atomic_init(&r->refs, 1);
+  tf__ref_init(&r->refs, 1);
   r->msg = m;
   if (!msgpack_zone_init(&r->zone, 2048)) {
     TF_PANIC("out of memory for a msgpack zone");
@@ -459,13 +459,15 @@ tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st) {
   return TF_OK;
 }
 
-void tf_wire_msg_free(tf_wire_msg *r) {
-  if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1) {
-    return;
-  }
+static void wire_msg_release(void *arg) {
+  tf_wire_msg *r = arg;
   msgpack_zone_destroy(&r->zone);
   nng_msg_free(r->msg);
   free(r);
+}
+
+void tf_wire_msg_free(tf_wire_msg *r) {
+  if (r != NULL) tf__ref_put(&r->refs, wire_msg_release, r);
 }
 
 int tf__wire_method_of(nng_msg *m) {
@@ -608,7 +610,7 @@ tf_code tf_wire_unpack_tensor(const tf_wire_msg *r, const msgpack_object *desc,
   size_t esize = tf_dtype_size(dt);
   if (nbytes >= WIRE_ALIAS_MIN && ((uintptr_t)src % esize) == 0) {
     tf_wire_msg *owner = (tf_wire_msg *)r;
-    atomic_fetch_add(&owner->refs, 1);
+    tf__ref_get(&owner->refs);
     return tf_tensor_wrap(dt, &shape, (void *)src, nbytes, release_msg, owner,
                           out, st);
   }

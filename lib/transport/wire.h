@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/core/base/refcount.h"
 #include "lib/core/serialize/msgpack_map.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
@@ -93,7 +94,7 @@ typedef struct tf_wire_msg {
   nng_msg *msg;
   msgpack_zone zone;
   size_t payload_start;  /* offset of the payload area in the NNG body */
-  _Atomic int refs;      /* tf_wire_msg_free, and tensors aliasing it */
+  tf__refcount refs;     /* tf_wire_msg_free, and tensors aliasing it */
 } tf_wire_msg;
 
 /* Parses m (ownership taken, also on error). INVALID_ARGUMENT naming what
@@ -101,6 +102,8 @@ typedef struct tf_wire_msg {
  * version V", "header: missing 'm'", "msgpack part of N bytes overruns the
  * M-byte message", ... */
 tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st);
+/* Drops the caller's reference (NULL-safe): the message is freed once the
+ * tensors aliasing it (tf_wire_unpack_tensor) are gone too. */
 void tf_wire_msg_free(tf_wire_msg *r);
 /* A writer for the OK reply to req (its method, request, session and step
  * ids echoed). */

@@ -1,7 +1,11 @@
 /* refcount.h: the one reference count of lib/ (nng's nni_refcnt, the
  * kernel's kref): a 32-bit count changed only with atomic operations and a
- * release function that the last put calls. Tensors, buffers, wire
- * messages, sessions, step tables and waiters all count this way.
+ * release function that the last put calls. Tensors, buffers, resources,
+ * wire messages, RPC clients and retry entries, rendezvous managers, step
+ * tables and waiters, queue waiters, reader requests, asynchronous kernel
+ * runs, master sessions and steps, and worker graphs all count this way. A
+ * count that is only changed under a lock (rendezvous tables) still uses
+ * these functions, with tf__ref_drop so the release happens under that lock.
  *
  * The count is a plain int32_t so that a public struct (tf_tensor) can hold
  * one without C11 atomics in the public headers; only these functions may

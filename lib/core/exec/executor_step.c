@@ -22,6 +22,7 @@
 
 #include "lib/core/exec/executor_frame.h"
 #include "lib/core/graph/graph_impl.h"
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 
 #define STACK_OUTPUTS 8
@@ -251,16 +252,14 @@ typedef struct async_run {
   pthread_t thread;      /* the launching thread */
   bool in_compute;       /* read only by the launching thread */
   ready_list *stack;     /* the launcher's stack, while in_compute */
-  _Atomic int refs;
+  tf__refcount refs;     /* the launcher's and the completion's */
   int64_t t0;
   tf_tensor **tmp;       /* derefs, or NULL */
   tf_tensor **ot;
   tf_resource **orr;
 } async_run;
 
-static void async_release(async_run *a) {
-  if (atomic_fetch_sub(&a->refs, 1) == 1) free(a);
-}
+static void async_release(async_run *a) { tf__ref_put(&a->refs, free, a); }
 
 static void async_done(void *arg) {
   async_run *a = arg;
@@ -302,7 +301,7 @@ static void launch_async(exec_step *s, const exec_item *it, const tagged *t,
   a->thread = pthread_self();
   a->in_compute = true;
   a->stack = stack;
-  atomic_init(&a->refs, 2);
+  tf__ref_init(&a->refs, 2);
   a->t0 = s->trace ? tf__now_ns() : 0;
   tf_status_init(&a->st);
   tf_tensor **inputs = t->is->in + it->input_start;

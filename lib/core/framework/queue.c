@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lib/core/base/philox.h"
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 
 typedef struct waiter waiter;
@@ -49,7 +50,7 @@ struct waiter {
   int64_t cap_elems; /* deq: tuples elems has room for */
   tf_cancel *cancel;
   uint64_t token;
-  _Atomic int holds;
+  tf__refcount holds;
   tf_status st;
   tf_queue_done_fn done;
   void *arg;
@@ -122,13 +123,15 @@ static int64_t pick(tf_queue *q) {
 
 /* ---- waiters ------------------------------------------------------------- */
 
-static void waiter_release(waiter *w) {
-  if (atomic_fetch_sub(&w->holds, 1) != 1) {
-    return;
-  }
+static void waiter_free(void *arg) {
+  waiter *w = arg;
   free(w->elems);
   tf_resource_unref(&w->q->base);
   free(w);
+}
+
+static void waiter_release(waiter *w) {
+  tf__ref_put(&w->holds, waiter_free, w);
 }
 
 static void list_append(waiter **head, waiter **tail, waiter *w) {
@@ -410,7 +413,7 @@ static waiter *waiter_new(tf_queue *q, bool is_enq, tf_cancel *cancel,
   w->cancel = cancel;
   w->done = done;
   w->arg = arg;
-  atomic_init(&w->holds, 1);
+  tf__ref_init(&w->holds, 1);
   tf_status_init(&w->st);
   return w;
 }
@@ -430,10 +433,11 @@ static void submit(tf_queue *q, waiter *w) {
   }
   flush(q, &d);
   if (w->pending && w->cancel != NULL) {
-    atomic_fetch_add(&w->holds, 1);
+    tf__ref_get(&w->holds);
     w->token = tf_cancel_register(w->cancel, on_cancel, w);
     if (w->token == 0) {
-      atomic_fetch_sub(&w->holds, 1);
+      bool last = tf__ref_drop(&w->holds); /* the completion's remains */
+      TF_ASSERT(!last);
       tf_status why;
       tf_code code = tf_cancel_reason(w->cancel, &why);
       fail(q, w, &d, code != TF_OK ? code : TF_CANCELLED, "%s '%s': %s "

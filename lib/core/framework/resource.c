@@ -32,7 +32,7 @@ struct tf_resource_mgr {
 void tf_resource_init(tf_resource *r, const tf_resource_type *type,
                       const char *container, const char *name) {
   r->type = type;
-  atomic_init(&r->refs, 1);
+  tf__ref_init(&r->refs, 1);
   r->container = tf__xstrdup(container ? container : "");
   r->name = tf__xstrdup(name ? name : "");
 }
@@ -45,19 +45,18 @@ void tf_resource_fini(tf_resource *r) {
 
 tf_resource *tf_resource_ref(tf_resource *r) {
   if (r != NULL) {
-    atomic_fetch_add(&r->refs, 1);
+    tf__ref_get(&r->refs);
   }
   return r;
 }
 
+static void resource_release(void *r) {
+  ((tf_resource *)r)->type->free(r);
+}
+
 void tf_resource_unref(tf_resource *r) {
-  if (r == NULL) {
-    return;
-  }
-  int old = atomic_fetch_sub(&r->refs, 1);
-  TF_ASSERT(old > 0);
-  if (old == 1) {
-    r->type->free(r);
+  if (r != NULL) {
+    tf__ref_put(&r->refs, resource_release, r);
   }
 }
 

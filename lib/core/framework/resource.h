@@ -18,6 +18,7 @@
 
 #include <stdatomic.h>
 
+#include "lib/core/base/refcount.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
 
@@ -39,7 +40,7 @@ typedef struct tf_resource_type {
 
 struct tf_resource {
   const tf_resource_type *type;
-  _Atomic int refs;
+  tf__refcount refs; /* type->free runs on the last tf_resource_unref */
   char *container; /* owned */
   char *name;      /* owned: the shared name, or the creating node's name */
 };

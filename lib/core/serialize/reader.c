@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 
 struct tf_reader {
@@ -35,7 +36,7 @@ enum { PHASE_CALLING, PHASE_WAITING, PHASE_ARRIVED };
 
 typedef struct read_req {
   struct read_req *next;
-  _Atomic int refs;
+  tf__refcount refs;
   tf_reader *r;            /* a reference */
   tf_queue *work;          /* a reference to its resource; NULL for reset */
   bool reset;
@@ -118,10 +119,8 @@ int64_t tf_reader_work_units_completed(tf_reader *r) { return r->completed; }
 
 /* ---- requests ------------------------------------------------------------------ */
 
-static void req_unref(read_req *q) {
-  if (atomic_fetch_sub(&q->refs, 1) != 1) {
-    return;
-  }
+static void req_free(void *arg) {
+  read_req *q = arg;
   tf_tensor_unref(q->keys);
   tf_tensor_unref(q->values);
   tf_tensor_unref(q->dq_name);
@@ -131,6 +130,8 @@ static void req_unref(read_req *q) {
   tf_resource_unref(&q->r->base);
   free(q);
 }
+
+static void req_unref(read_req *q) { tf__ref_put(&q->refs, req_free, q); }
 
 /* Moves the first n strings of src into dst (swapping the element
  * structs: the bytes stay where they are, each owned by one tensor). */
@@ -218,7 +219,7 @@ static void on_cancel(void *arg) {
 static void submit(read_req *q) {
   tf_reader *r = q->r;
   if (q->cancel != NULL) {
-    atomic_fetch_add(&q->refs, 1);
+    tf__ref_get(&q->refs);
     q->token = tf_cancel_register(q->cancel, on_cancel, q);
     if (q->token == 0) {
       req_unref(q);
@@ -255,7 +256,7 @@ static void submit(read_req *q) {
 static read_req *req_new(tf_reader *r, tf_queue *work, tf_cancel *cancel,
                          tf_reader_done_fn done, void *arg) {
   read_req *q = tf__xcalloc(1, sizeof *q);
-  atomic_init(&q->refs, 1);
+  tf__ref_init(&q->refs, 1);
   q->r = r;
   tf_resource_ref(&r->base);
   q->work = work;
