@@ -138,7 +138,7 @@ static tf_code build_graph(prune_ctx *p, sess_prepared *sp,
                 tf_node_output_type(fetched[i].node, fetched[i].index), i, NULL,
                 &ret_in[i]);
   }
-  tf_graph *ng = tf_graph_new();
+  tf_graph *ng = tf__graph_new_internal(); /* _arg_N, _retval_N */
   tf_code rc = tf_graph_import(ng, defs, total, st);
   for (int i = p->n_feeds; i < p->n_feeds + n_kept; i++) tf_node_def_fini(&defs[i]);
   for (int i = 0; i < sp->n_fetches; i++) {

@@ -37,7 +37,15 @@ struct tf_graph {
   tf__strmap used;      /* names and scopes handed out -> counter */
   char **scopes;        /* stack of full prefixes ending in '/' */
   int n_scopes, cap_scopes;
+  bool internal;        /* node names may begin with '_' (signature.h) */
 };
+
+/* A graph for the system's own use (a signature's pruned graph, its
+ * partitions, a worker's registered partition): as tf_graph_new, but its
+ * node names may also begin with '_', which TensorFlow reserves for the
+ * nodes the system makes (_Arg, _Retval). Graphs the public API makes
+ * refuse such names, so generated names never meet a user's. */
+tf_graph *tf__graph_new_internal(void);
 
 /* Appends a finished node (takes ownership). */
 void tf__graph_add_node(tf_graph *g, tf_node *n);
