@@ -8,9 +8,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "lib/core/exec/session_impl.h"
 #include "lib/core/base/refcount.h"
 #include "lib/core/base/strmap.h"
+#include "lib/core/graph/prune.h"
 #include "lib/runtime/master.h"
 #include "lib/runtime/partition.h"
 #include "lib/runtime/placement.h"
@@ -44,7 +44,7 @@ typedef struct ms_part {
 } ms_part;
 
 typedef struct ms_prepared {
-  int n_feeds;         /* sorted canonical names, as in the local session */
+  int n_feeds;         /* the signature's sorted canonical names (signature.h) */
   char **feeds;
   tf_dtype *feed_types;
   int n_fetches;

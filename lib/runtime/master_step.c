@@ -1,7 +1,7 @@
-/* master_step.c: RunStep. A step's (feeds, fetches, targets), sorted, is
- * its signature; the first step of a signature prunes the session's graph
- * (the local session's _Arg/_Retval rewrite), places it over the tasks'
- * devices, partitions it and registers each partition on its task. Every
+/* master_step.c: RunStep. A step's (feeds, fetches, targets) make its
+ * signature (signature.h, as in the local session); the first step of a
+ * signature prunes the session's graph (the prune pass, prune.h: fed edges
+ * become _Arg, fetches _Retval), places it over the tasks' devices, partitions it and registers each partition on its task. Every
  * step then sends one RunGraph per partition, concurrently, and waits for
  * all of them, for the first error, for a task to go down, or for the
  * deadline. After a failure every partition gets AbortStep and
@@ -21,43 +21,6 @@
 #include "lib/runtime/master_impl.h"
 #include "tf/serialize.h"
 
-
-/* ---- names and signatures ------------------------------------------------- */
-
-/* "x" -> "x:0"; "x:1" stays. */
-static char *canon(const char *name) {
-  const char *c = strrchr(name, ':');
-  if (c != NULL && c[1] != '\0' && strspn(c + 1, "0123456789") == strlen(c + 1)) {
-    return tf__xstrdup(name);
-  }
-  return tf__xasprintf("%s:0", name);
-}
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted, unique copies of names (canonical unless targets). */
-static char **sorted_unique(char **names, int n, bool targets, int *out_n) {
-  char **v = tf__xcalloc((size_t)n + 1, sizeof *v);
-  for (int i = 0; i < n; i++) v[i] = targets ? tf__xstrdup(names[i]) : canon(names[i]);
-  qsort(v, (size_t)n, sizeof *v, cmp_str);
-  int k = 0;
-  for (int i = 0; i < n; i++) {
-    if (k > 0 && strcmp(v[k - 1], v[i]) == 0) {
-      free(v[i]);
-    } else {
-      v[k++] = v[i];
-    }
-  }
-  *out_n = k;
-  return v;
-}
-
-static int find_sorted(char **v, int n, const char *canonical) {
-  char *const *p = bsearch(&canonical, v, (size_t)n, sizeof *v, cmp_str);
-  return p ? (int)(p - v) : -1;
-}
 
 static void free_strs(char **v, int n) {
   for (int i = 0; v != NULL && i < n; i++) free(v[i]);
@@ -200,25 +163,24 @@ static tf_code place_and_register(tf_master *m, ms_session *s, const tf_graph *g
   return rc;
 }
 
-static tf_code build(tf_master *m, ms_session *s, const step_req *r,
-                     char **feeds, int nf, char **fetches, int no,
-                     char **targets, int nt, ms_prepared **out, tf_status *st) {
-  sess_prepared *sp = NULL;
-  TF_TRY(tf__session_prepare(s->g, feeds, nf, fetches, no, targets, nt,
-                             TF__NO_EXECUTOR, &sp, st));
+static tf_code build(tf_master *m, ms_session *s, const tf__sig *sig,
+                     ms_prepared **out, tf_status *st) {
+  tf__pruned *pr = NULL;
+  TF_TRY(tf__prune(s->g, sig, &pr, st));
+  int nf = sig->n_feeds, no = sig->n_fetches;
   ms_prepared *p = tf__xcalloc(1, sizeof *p);
   p->n_feeds = nf;
   p->feeds = tf__xcalloc((size_t)nf + 1, sizeof *p->feeds);
   p->feed_types = tf__xcalloc((size_t)nf + 1, sizeof *p->feed_types);
   for (int i = 0; i < nf; i++) {
-    p->feeds[i] = tf__xstrdup(feeds[i]);
-    p->feed_types[i] = sp->feed_types[i];
+    p->feeds[i] = tf__xstrdup(sig->feeds[i].canon);
+    p->feed_types[i] = pr->feed_types[i];
   }
   p->n_fetches = no;
   p->fetches = tf__xcalloc((size_t)no + 1, sizeof *p->fetches);
-  for (int i = 0; i < no; i++) p->fetches[i] = tf__xstrdup(fetches[i]);
-  tf_code rc = place_and_register(m, s, sp->g, p, st);
-  tf__session_prepared_free(sp);
+  for (int i = 0; i < no; i++) p->fetches[i] = tf__xstrdup(sig->fetches[i].canon);
+  tf_code rc = place_and_register(m, s, pr->g, p, st);
+  tf__pruned_free(pr);
   if (rc != TF_OK) {
     tf__ms_prepared_free(p);
     return rc;
@@ -230,55 +192,39 @@ static tf_code build(tf_master *m, ms_session *s, const step_req *r,
 /* ---- RunStep -------------------------------------------------------------- */
 
 /* The signature's prepared partitions, built on first use. */
-static tf_code lookup(tf_master *m, ms_session *s, const step_req *r,
-                      char **feeds, int nf, char **fetches, int no,
-                      char **targets, int nt, bool rebuild, ms_prepared **out,
-                      tf_status *st) {
-  size_t len = 16;
-  for (int i = 0; i < nf; i++) len += strlen(feeds[i]) + 1;
-  for (int i = 0; i < no; i++) len += strlen(fetches[i]) + 1;
-  for (int i = 0; i < nt; i++) len += strlen(targets[i]) + 1;
-  char *key = tf__xcalloc(len, 1);
-  for (int i = 0; i < nf; i++) strcat(strcat(key, feeds[i]), ",");
-  strcat(key, "|");
-  for (int i = 0; i < no; i++) strcat(strcat(key, fetches[i]), ",");
-  strcat(key, "|");
-  for (int i = 0; i < nt; i++) strcat(strcat(key, targets[i]), ",");
+static tf_code lookup(tf_master *m, ms_session *s, const tf__sig *sig,
+                      bool rebuild, ms_prepared **out, tf_status *st) {
   pthread_mutex_lock(&s->mu);
   tf_code rc = TF_OK;
   ms_prepared *p = NULL;
   if (s->closed) {
     rc = tf_status_set(st, TF_FAILED_PRECONDITION, "RunStep on a closed session");
   } else {
-    p = tf__strmap_get(&s->cache, key, NULL);
+    p = tf__strmap_get(&s->cache, sig->key, NULL);
     if (p != NULL && rebuild) {
-      tf__strmap_del(&s->cache, key);
+      tf__strmap_del(&s->cache, sig->key);
       s->retired = tf__xrealloc(s->retired, (size_t)(s->n_retired + 1) * sizeof *s->retired);
       s->retired[s->n_retired++] = p; /* other steps may still run it */
       p = NULL;
     }
     if (p == NULL) {
-      rc = build(m, s, r, feeds, nf, fetches, no, targets, nt, &p, st);
-      if (rc == TF_OK) tf__strmap_put(&s->cache, key, p);
+      rc = build(m, s, sig, &p, st);
+      if (rc == TF_OK) tf__strmap_put(&s->cache, sig->key, p);
     }
   }
   pthread_mutex_unlock(&s->mu);
-  free(key);
   *out = p;
   return rc;
 }
 
-/* Feeds by sorted index, checked against the graph's types. */
-static tf_code order_feeds(const ms_prepared *p, const step_req *r,
-                           tf_tensor **by_index, tf_status *st) {
+/* Feeds by sorted index, checked against the graph's types. (A feed given
+ * twice was refused by tf__sig_build.) */
+static tf_code order_feeds(const ms_prepared *p, const tf__sig *sig,
+                           const step_req *r, tf_tensor **by_index,
+                           tf_status *st) {
   for (int i = 0; i < r->n_feeds; i++) {
-    char *c = canon(r->feed_names[i]);
-    int k = find_sorted(p->feeds, p->n_feeds, c);
-    free(c);
-    if (by_index[k] != NULL) {
-      return tf_status_set(st, TF_INVALID_ARGUMENT, "feed '%s' is given twice",
-                           r->feed_names[i]);
-    }
+    int k = sig->feed_pos[i];
+    TF_ASSERT(k >= 0 && k < p->n_feeds && by_index[k] == NULL);
     if (r->feed_values[i]->dtype != p->feed_types[k]) {
       return tf_status_set(st, TF_INVALID_ARGUMENT, "feed '%s': the graph "
                            "expects %s, got a %s tensor", r->feed_names[i],
@@ -290,19 +236,16 @@ static tf_code order_feeds(const ms_prepared *p, const step_req *r,
   return TF_OK;
 }
 
-static nng_msg *step_reply(const tf_wire_msg *req, const step_req *r,
-                           const ms_prepared *p, tf_tensor **fetched,
-                           tf_status *st) {
+static nng_msg *step_reply(const tf_wire_msg *req, const tf__sig *sig,
+                           tf_tensor **fetched, tf_status *st) {
   tf_wire_writer *wr = tf_wire_reply_writer(req);
   msgpack_packer *pk = tf_wire_body(wr);
   tf__mp_map body;
   tf__mp_map_begin(&body, pk, 1);
   tf__mp_map_key(&body, "fetches");
-  msgpack_pack_array(pk, (size_t)r->n_fetches);
-  for (int i = 0; i < r->n_fetches; i++) {
-    char *c = canon(r->fetch_names[i]);
-    tf_wire_pack_tensor(wr, fetched[find_sorted(p->fetches, p->n_fetches, c)]);
-    free(c);
+  msgpack_pack_array(pk, (size_t)sig->n_fetch_args);
+  for (int i = 0; i < sig->n_fetch_args; i++) {
+    tf_wire_pack_tensor(wr, fetched[sig->fetch_pos[i]]);
   }
   tf__mp_map_end(&body);
   nng_msg *msg = NULL;
@@ -323,25 +266,23 @@ static bool task_restarted(tf_master *m, const ms_prepared *p) {
 }
 
 static nng_msg *run_signature(tf_master *m, ms_session *s, const tf_wire_msg *req,
-                              const step_req *r, char **feeds, int nf,
-                              char **fetches, int no, char **targets, int nt,
+                              const step_req *r, const tf__sig *sig,
                               tf_status *st) {
   int64_t deadline_ms = req->h.deadline_ms > 0 ? req->h.deadline_ms
                                                : m->spec->step_timeout_ms;
+  int nf = sig->n_feeds, no = sig->n_fetches;
   nng_msg *reply = NULL;
   for (int attempt = 0; attempt < 2 && reply == NULL; attempt++) {
     ms_prepared *p = NULL;
     tf_status_init(st);
-    if (lookup(m, s, r, feeds, nf, fetches, no, targets, nt, attempt > 0, &p, st) != TF_OK) {
-      break;
-    }
+    if (lookup(m, s, sig, attempt > 0, &p, st) != TF_OK) break;
     tf_tensor **by_index = tf__xcalloc((size_t)nf + 1, sizeof *by_index);
     tf_tensor **fetched = tf__xcalloc((size_t)no + 1, sizeof *fetched);
-    tf_code rc = order_feeds(p, r, by_index, st);
+    tf_code rc = order_feeds(p, sig, r, by_index, st);
     if (rc == TF_OK) {
       rc = tf__ms_run_partitions(m, s, p, by_index, deadline_ms, r->trace, fetched, st);
     }
-    if (rc == TF_OK) reply = step_reply(req, r, p, fetched, st);
+    if (rc == TF_OK) reply = step_reply(req, sig, fetched, st);
     for (int i = 0; i < no; i++) tf_tensor_unref(fetched[i]);
     free(fetched);
     free(by_index);
@@ -358,35 +299,21 @@ nng_msg *tf__ms_run_step(tf_master *m, const tf_wire_msg *req, tf_status *st) {
     step_req_fini(&r);
     return NULL;
   }
-  ms_session *s = tf__ms_session_get(m, req->h.session, st);
-  if (s == NULL) {
+  tf__sig sig;
+  if (tf__sig_build(&sig, (const char *const *)r.feed_names, r.n_feeds,
+                    (const char *const *)r.fetch_names, r.n_fetches,
+                    (const char *const *)r.target_names, r.n_targets, st) != TF_OK) {
+    tf_status_prefix(st, "RunStep");
     step_req_fini(&r);
     return NULL;
   }
-  int nf, no, nt;
-  char **feeds = sorted_unique(r.feed_names, r.n_feeds, false, &nf);
-  char **fetches = sorted_unique(r.fetch_names, r.n_fetches, false, &no);
-  char **targets = sorted_unique(r.target_names, r.n_targets, true, &nt);
+  ms_session *s = tf__ms_session_get(m, req->h.session, st);
   nng_msg *reply = NULL;
-  if (nf != r.n_feeds) {
-    const char *dup = "?";
-    for (int i = 0; i < r.n_feeds && *dup == '?'; i++) {
-      char *ci = canon(r.feed_names[i]);
-      for (int k = i + 1; k < r.n_feeds; k++) {
-        char *ck = canon(r.feed_names[k]);
-        if (strcmp(ci, ck) == 0) dup = r.feed_names[k];
-        free(ck);
-      }
-      free(ci);
-    }
-    tf_status_set(st, TF_INVALID_ARGUMENT, "RunStep: feed '%s' is given twice", dup);
-  } else {
-    reply = run_signature(m, s, req, &r, feeds, nf, fetches, no, targets, nt, st);
+  if (s != NULL) {
+    reply = run_signature(m, s, req, &r, &sig, st);
+    tf__ms_session_put(m, s);
   }
-  free_strs(feeds, nf);
-  free_strs(fetches, no);
-  free_strs(targets, nt);
-  tf__ms_session_put(m, s);
+  tf__sig_fini(&sig);
   step_req_fini(&r);
   return reply;
 }

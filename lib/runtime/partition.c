@@ -342,7 +342,7 @@ static int renumber(pbuild *b, const char *op, int **map) {
 
 static tf_code build_partition(parter *p, int d, tf_partition *out) {
   pbuild *b = &p->parts[d];
-  *out = (tf_partition){.device = d, .g = tf_graph_new()};
+  *out = (tf_partition){.device = d, .g = tf__graph_new_internal()};
   out->n_args = renumber(b, "_Arg", &out->arg_feed);
   out->n_rets = renumber(b, "_Retval", &out->ret_fetch);
   tf_node_def *defs = tf__xcalloc((size_t)b->n + 1, sizeof *defs);

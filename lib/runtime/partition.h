@@ -23,7 +23,9 @@
 
 typedef struct tf_partition {
   int device;     /* index into devs */
-  tf_graph *g;    /* the device's nodes plus its _Send/_Recv */
+  tf_graph *g;    /* the device's nodes plus its _Send/_Recv; an internal
+                     graph (tf__graph_new_internal), as it holds the
+                     pruned graph's _arg_N/_retval_N */
   int n_args;     /* local _Arg index -> global feed index (the _Arg's */
   int *arg_feed;  /* original "index" attr) */
   int n_rets;     /* local _Retval index -> global fetch index */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "lib/core/serialize/serialize_util.h"
-#include "lib/core/exec/session_impl.h"
+#include "lib/core/exec/remote.h"
 #include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 

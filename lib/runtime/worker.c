@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lib/core/base/util.h"
+#include "lib/core/graph/graph_impl.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/worker_impl.h"
 #include "tf/serialize.h"
@@ -93,7 +94,7 @@ static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
   wk_graph *g = tf__xcalloc(1, sizeof *g);
   tf__ref_init(&g->refs, 1); /* the table's */
   g->session = req->h.session;
-  g->g = tf_graph_new();
+  g->g = tf__graph_new_internal(); /* a partition: _arg_0, _retval_0, ... */
   tf_executor_opts eo = {.device = &w->dev, .runner = w->runner};
   if (tf_graph_from_msgpack(g->g, bin->via.bin.ptr, bin->via.bin.size, st) != TF_OK ||
       tf_executor_new(g->g, &eo, &g->ex, st) != TF_OK) {

@@ -1,22 +1,56 @@
 /* session.c: the local session: its graph, containers, inter-op threads,
  * the cache of prepared executors and Run.
  *
- * Run canonicalises its names ("x" -> "x:0"), sorts them into a signature
- * and looks the prepared executor up (building it on a miss, under the
- * session lock). The step itself runs without the lock, so any number of
- * Runs proceed at once; each has its own tf_cancel, which Close and the
- * deadline use to end it. */
+ * Run turns its names into a signature (signature.h: canonical, sorted,
+ * with an unambiguous key) and looks the prepared executor up; on a miss,
+ * under the session lock, the prune pass (prune.h) makes the signature's
+ * graph and an executor is built over it. The step itself runs without
+ * the lock, so any number of Runs proceed at once; each has its own
+ * tf_cancel, which Close and the deadline use to end it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lib/core/graph/graph_impl.h"
+#include "lib/core/graph/prune.h"
+#include "lib/core/graph/signature.h"
 #include "lib/core/framework/rendezvous.h"
 #include "lib/core/framework/resource.h"
-#include "lib/core/exec/session_impl.h"
+#include "lib/core/exec/executor.h"
+#include "lib/core/exec/remote.h"
 #include "lib/core/base/strmap.h"
 #include "lib/core/base/util.h"
+
+/* A signature's pruned graph and its executor. */
+typedef struct sess_prepared {
+  tf__pruned *pr;       /* feeds are _Arg nodes, fetches _Retval */
+  tf_executor *ex;
+} sess_prepared;
+
+static void prepared_free(sess_prepared *p) {
+  if (p == NULL) return;
+  tf_executor_free(p->ex);
+  tf__pruned_free(p->pr);
+  free(p);
+}
+
+/* Prunes g for sig and builds the executor. */
+static tf_code prepare(const tf_graph *g, const tf__sig *sig, tf_workq *runner,
+                       sess_prepared **out, tf_status *st) {
+  sess_prepared *p = tf__xcalloc(1, sizeof *p);
+  tf_code rc = tf__prune(g, sig, &p->pr, st);
+  if (rc == TF_OK) {
+    tf_executor_opts o = {.device = NULL, .runner = runner};
+    rc = tf_executor_new(p->pr->g, &o, &p->ex, st);
+  }
+  if (rc != TF_OK) {
+    prepared_free(p);
+    p = NULL;
+  }
+  *out = p;
+  return rc;
+}
 
 struct tf_session {
   pthread_mutex_t mu;
@@ -151,70 +185,6 @@ int tf_session_cache_size(tf_session *s) {
   return n;
 }
 
-/* ---- names and signatures ------------------------------------------------ */
-
-/* "x" -> "x:0"; "^x" -> "x" for targets. NULL names are caught earlier. */
-static char *canon(const char *name, bool target) {
-  if (target) return tf__xstrdup(name[0] == '^' ? name + 1 : name);
-  if (strchr(name, ':') != NULL) return tf__xstrdup(name);
-  return tf__xasprintf("%s:0", name);
-}
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted unique copy of names (canonical). */
-typedef struct name_set {
-  char **v;
-  int n;
-} name_set;
-
-static void set_build(name_set *set, const char *const *names, int n, bool target) {
-  set->v = tf__xcalloc((size_t)(n ? n : 1), sizeof *set->v);
-  for (int i = 0; i < n; i++) set->v[i] = canon(names[i], target);
-  qsort(set->v, (size_t)n, sizeof *set->v, cmp_str);
-  int u = 0;
-  for (int i = 0; i < n; i++) {
-    if (u > 0 && strcmp(set->v[u - 1], set->v[i]) == 0) {
-      free(set->v[i]);
-    } else {
-      set->v[u++] = set->v[i];
-    }
-  }
-  set->n = u;
-}
-
-static void set_free(name_set *set) {
-  for (int i = 0; i < set->n; i++) free(set->v[i]);
-  free(set->v);
-}
-
-static int set_find(const name_set *set, const char *canonical) {
-  char *const *hit = bsearch(&canonical, set->v, (size_t)set->n, sizeof *set->v, cmp_str);
-  return hit ? (int)(hit - set->v) : -1;
-}
-
-static char *signature(const name_set *f, const name_set *o, const name_set *t) {
-  size_t len = 4;
-  const name_set *sets[3] = {f, o, t};
-  for (int k = 0; k < 3; k++) {
-    for (int i = 0; i < sets[k]->n; i++) len += strlen(sets[k]->v[i]) + 1;
-  }
-  char *key = tf__xmalloc(len), *p = key;
-  for (int k = 0; k < 3; k++) {
-    for (int i = 0; i < sets[k]->n; i++) {
-      size_t l = strlen(sets[k]->v[i]);
-      memcpy(p, sets[k]->v[i], l);
-      p += l;
-      *p++ = '\n';
-    }
-    *p++ = '\x01';
-  }
-  *p = '\0';
-  return key;
-}
-
 /* ---- Run ----------------------------------------------------------------- */
 
 static tf_code check_args(const char *const *feed_names, tf_tensor *const *feed_values,
@@ -251,8 +221,7 @@ static tf_code check_args(const char *const *feed_names, tf_tensor *const *feed_
 }
 
 /* Looks up or builds the prepared executor; registers the step. */
-static tf_code begin_step(tf_session *s, const name_set *f, const name_set *o,
-                          const name_set *t, tf_cancel *cancel,
+static tf_code begin_step(tf_session *s, const tf__sig *sig, tf_cancel *cancel,
                           sess_prepared **out, tf_status *st) {
   pthread_mutex_lock(&s->mu);
   tf_code rc = TF_OK;
@@ -261,13 +230,11 @@ static tf_code begin_step(tf_session *s, const name_set *f, const name_set *o,
   } else {
     rc = extend_locked(s, st);
   }
-  char *key = rc == TF_OK ? signature(f, o, t) : NULL;
-  sess_prepared *p = key ? tf__strmap_get(&s->cache, key, NULL) : NULL;
+  sess_prepared *p = rc == TF_OK ? tf__strmap_get(&s->cache, sig->key, NULL) : NULL;
   if (rc == TF_OK && p == NULL) {
-    rc = tf__session_prepare(s->g, f->v, f->n, o->v, o->n, t->v, t->n, s->runner,
-                             &p, st);
+    rc = prepare(s->g, sig, s->runner, &p, st);
     if (rc == TF_OK) {
-      tf__strmap_put(&s->cache, key, p);
+      tf__strmap_put(&s->cache, sig->key, p);
       s->prepared = tf__xrealloc(s->prepared, (size_t)(s->n_prepared + 1) * sizeof *s->prepared);
       s->prepared[s->n_prepared++] = p;
     }
@@ -282,7 +249,6 @@ static tf_code begin_step(tf_session *s, const name_set *f, const name_set *o,
     pthread_mutex_unlock(&s->run_mu);
   }
   pthread_mutex_unlock(&s->mu);
-  free(key);
   *out = p;
   return rc;
 }
@@ -299,19 +265,15 @@ static void end_step(tf_session *s, tf_cancel *cancel) {
   pthread_mutex_unlock(&s->run_mu);
 }
 
-/* Feeds in signature order, checked against the graph's dtypes/shapes. */
-static tf_code order_feeds(const sess_prepared *p, const name_set *f,
+/* Feeds in signature order, checked against the graph's dtypes/shapes.
+ * (A feed given twice was refused by tf__sig_build.) */
+static tf_code order_feeds(const sess_prepared *sp, const tf__sig *sig,
                            const char *const *names, tf_tensor *const *values,
-                           int n, tf_tensor **args, tf_status *st) {
-  for (int i = 0; i < n; i++) {
-    char *c = canon(names[i], false);
-    int k = set_find(f, c);
-    free(c);
-    TF_ASSERT(k >= 0);
-    if (args[k] != NULL) {
-      return tf_status_set(st, TF_INVALID_ARGUMENT, "feed '%s' is given twice",
-                           names[i]);
-    }
+                           tf_tensor **args, tf_status *st) {
+  const tf__pruned *p = sp->pr;
+  for (int i = 0; i < sig->n_feed_args; i++) {
+    int k = sig->feed_pos[i];
+    TF_ASSERT(k >= 0 && k < p->n_feeds && args[k] == NULL);
     args[k] = values[i];
     char a[128], b[128];
     if (values[i]->dtype != p->feed_types[k]) {
@@ -338,7 +300,7 @@ static void fill_metadata(const sess_prepared *p, tf_exec_trace *tr,
   meta->n_timings = tr->n;
   for (int i = 0; i < tr->n; i++) {
     const tf_node_exec_stats *x = &tr->stats[i];
-    const tf_node *n = tf_graph_node(p->g, x->node);
+    const tf_node *n = tf_graph_node(p->pr->g, x->node);
     meta->timings[i] = (tf_node_timing){n->name, n->op->name, x->frame_id,
                                         x->iter, x->start_ns, x->end_ns, x->thread};
   }
@@ -374,8 +336,8 @@ static tf_code run_prepared(tf_session *s, const sess_prepared *p,
                             tf_tensor **rets, tf_cancel *cancel,
                             tf_run_metadata *meta, tf_status *st) {
   tf_step_ctx ctx = {.resources = s->resources, .cancel = cancel, .args = args,
-                     .n_args = p->n_feeds, .retvals = rets,
-                     .n_retvals = p->n_fetches};
+                     .n_args = p->pr->n_feeds, .retvals = rets,
+                     .n_retvals = p->pr->n_fetches};
   pthread_mutex_lock(&s->mu);
   ctx.step_id = ++s->next_step;
   pthread_mutex_unlock(&s->mu);
@@ -416,24 +378,21 @@ tf_code tf_session_run(tf_session *s, const tf_run_options *opts,
                           fetch_names, fetch_values, n_fetches, target_names,
                           n_targets, meta, st);
   }
-  name_set f, o, t;
-  set_build(&f, feed_names, n_feeds, false);
-  set_build(&o, fetch_names, n_fetches, false);
-  set_build(&t, target_names, n_targets, true);
+  tf__sig sig;
+  TF_TRY(tf__sig_build(&sig, feed_names, n_feeds, fetch_names, n_fetches,
+                       target_names, n_targets, st));
   tf_cancel cancel;
   tf_cancel_init(&cancel);
   sess_prepared *p = NULL;
-  tf_tensor **args = tf__xcalloc((size_t)(f.n + 1), sizeof *args);
-  tf_tensor **rets = tf__xcalloc((size_t)(o.n + 1), sizeof *rets);
-  tf_code rc = begin_step(s, &f, &o, &t, &cancel, &p, st);
+  tf_tensor **args = tf__xcalloc((size_t)(sig.n_feeds + 1), sizeof *args);
+  tf_tensor **rets = tf__xcalloc((size_t)(sig.n_fetches + 1), sizeof *rets);
+  tf_code rc = begin_step(s, &sig, &cancel, &p, st);
   bool begun = rc == TF_OK;
-  if (rc == TF_OK) rc = order_feeds(p, &f, feed_names, feed_values, n_feeds, args, st);
+  if (rc == TF_OK) rc = order_feeds(p, &sig, feed_names, feed_values, args, st);
   if (rc == TF_OK) rc = run_prepared(s, p, opts, args, rets, &cancel, meta, st);
   if (begun) end_step(s, &cancel);
   for (int i = 0; rc == TF_OK && i < n_fetches; i++) {
-    char *c = canon(fetch_names[i], false);
-    int k = set_find(&o, c);
-    free(c);
+    int k = sig.fetch_pos[i];
     if (rets[k] == NULL) {
       rc = tf_status_set(st, TF_INVALID_ARGUMENT, "fetch '%s' produced no "
                          "value: it is on an untaken branch of a cond (a dead "
@@ -448,12 +407,10 @@ tf_code tf_session_run(tf_session *s, const tf_run_options *opts,
       fetch_values[i] = NULL;
     }
   }
-  for (int i = 0; i < o.n; i++) tf_tensor_unref(rets[i]);
+  for (int i = 0; i < sig.n_fetches; i++) tf_tensor_unref(rets[i]);
   free(args);
   free(rets);
-  set_free(&f);
-  set_free(&o);
-  set_free(&t);
+  tf__sig_fini(&sig);
   tf_cancel_fini(&cancel);
   return rc;
 }
@@ -503,7 +460,7 @@ void tf_session_free(tf_session *s) {
   tf_session_close(s, NULL);
   if (s->remote != NULL) s->remote->free(s->rimpl);
   tf_workq_free(s->runner);
-  for (int i = 0; i < s->n_prepared; i++) tf__session_prepared_free(s->prepared[i]);
+  for (int i = 0; i < s->n_prepared; i++) prepared_free(s->prepared[i]);
   free(s->prepared);
   tf__strmap_fini(&s->cache);
   if (s->rdv_tables != NULL) tf__rdv_get_local_ops()->close(s->rdv_tables);

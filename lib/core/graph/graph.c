@@ -8,12 +8,19 @@
 
 #include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
+#include "lib/core/graph/signature.h"
 #include "lib/core/base/util.h"
 
 tf_graph *tf_graph_new(void) {
   tf_graph *g = tf__xcalloc(1, sizeof *g);
   tf__strmap_init(&g->by_name);
   tf__strmap_init(&g->used);
+  return g;
+}
+
+tf_graph *tf__graph_new_internal(void) {
+  tf_graph *g = tf_graph_new();
+  g->internal = true;
   return g;
 }
 
@@ -161,18 +168,13 @@ tf_node *tf_graph_find(const tf_graph *g, const char *name) {
 
 tf_code tf_graph_find_output(const tf_graph *g, const char *edge,
                              tf_output *out, tf_status *st) {
-  const char *colon = strrchr(edge, ':');
   char name[512];
-  long port = 0;
-  size_t len = colon ? (size_t)(colon - edge) : strlen(edge);
-  if (colon != NULL) {
-    char *end;
-    port = strtol(colon + 1, &end, 10);
-    if (end == colon + 1 || *end != '\0' || port < 0 || port > 1000000) {
-      return tf_status_set(st, TF_INVALID_ARGUMENT,
-                           "bad tensor name '%s': expected 'node' or "
-                           "'node:port'", edge);
-    }
+  size_t len;
+  int port;
+  const char *bad = tf__tensor_name_split(edge, &len, &port);
+  if (bad != NULL) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "bad tensor name '%s': %s "
+                         "(expected 'node' or 'node:port')", edge, bad);
   }
   if (len == 0 || len >= sizeof name) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "bad tensor name '%s'", edge);
@@ -187,10 +189,10 @@ tf_code tf_graph_find_output(const tf_graph *g, const char *edge,
   if (port >= n->n_outputs) {
     return tf_status_set(st, TF_INVALID_ARGUMENT,
                          "node '%s' (%s) has %d outputs; '%s' asks for output "
-                         "%ld", name, n->op->name, n->n_outputs, edge, port);
+                         "%d", name, n->op->name, n->n_outputs, edge, port);
   }
   out->node = n;
-  out->index = (int)port;
+  out->index = port;
   return TF_OK;
 }
 

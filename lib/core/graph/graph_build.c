@@ -10,6 +10,7 @@
 
 #include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
+#include "lib/core/graph/signature.h"
 #include "lib/core/base/util.h"
 
 typedef struct group {
@@ -599,6 +600,11 @@ tf_node *tf_node_finish(tf_node_builder *b, tf_status *st) {
     free(p->name);
     p->name = tf__xstrdup(buf);
   }
+  char why[200];
+  if (!tf__node_name_valid(n->name, strlen(n->name), g->internal, why, sizeof why)) {
+    NODE_ERR(st, TF_INVALID_ARGUMENT, p, "invalid node name: %s", why);
+    goto fail;
+  }
   if (finish_with_inputs(p, n, st) != TF_OK) goto fail;
   tf__graph_add_node(g, n);
   proto_fini(p);
@@ -625,18 +631,13 @@ static tf_code resolve_ref(const tf_graph *g, const tf__strmap *batch,
                            tf_status *st) {
   bool control = s[0] == '^';
   const char *nm = control ? s + 1 : s;
-  const char *colon = control ? NULL : strrchr(nm, ':');
-  size_t len = colon ? (size_t)(colon - nm) : strlen(nm);
-  r->port = control ? -1 : 0;
-  if (colon != NULL) {
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (end == colon + 1 || *end != '\0' || port < 0 || port > 1000000) {
-      return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s': bad input "
-                           "'%s' (expected 'name', 'name:port' or '^name')",
-                           node_name, s);
-    }
-    r->port = (int)port;
+  size_t len = strlen(nm);
+  r->port = -1;
+  const char *bad = control ? NULL : tf__tensor_name_split(nm, &len, &r->port);
+  if (bad != NULL) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "node '%s': bad input "
+                         "'%s': %s (expected 'name', 'name:port' or '^name')",
+                         node_name, s, bad);
   }
   char *key = tf__xstrndup(nm, len);
   bool found;
@@ -686,9 +687,10 @@ static tf_code batch_prepare(tf_graph *g, const tf_node_def *defs, batch *b,
     for (int k = 0; k < d->n_attrs; k++) proto_set_attr(p, d->attrs[k].name, &d->attrs[k].value);
     b->nodes[i] = tf__xcalloc(1, sizeof(tf_node));
     b->nodes[i]->name = tf__xstrdup(p->name);
-    if (p->name[0] == '\0' || strchr(p->name, ':') || p->name[0] == '^') {
+    char why[200];
+    if (!tf__node_name_valid(p->name, strlen(p->name), g->internal, why, sizeof why)) {
       return tf_status_set(st, TF_INVALID_ARGUMENT, "node %d has an invalid "
-                           "name '%s'", i, p->name);
+                           "name '%s': %s", i, p->name, why);
     }
     bool dup;
     tf__strmap_get(&b->names, p->name, &dup);

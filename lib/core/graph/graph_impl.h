@@ -54,7 +54,15 @@ struct tf_graph {
   int n_marks;          /* marks open (graph.c); edits are logged while > 0 */
   tf__graph_edit *edits;
   int n_edits, cap_edits;
+  bool internal;        /* node names may begin with '_' (signature.h) */
 };
+
+/* A graph for the system's own use (a signature's pruned graph, its
+ * partitions, a worker's registered partition): as tf_graph_new, but its
+ * node names may also begin with '_', which TensorFlow reserves for the
+ * nodes the system makes (_Arg, _Retval). Graphs the public API makes
+ * refuse such names, so generated names never meet a user's. */
+tf_graph *tf__graph_new_internal(void);
 
 /* Appends a finished node (takes ownership). */
 void tf__graph_add_node(tf_graph *g, tf_node *n);

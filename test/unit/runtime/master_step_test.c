@@ -3,7 +3,8 @@
  * with "x" or "x:0" reuses the registered partitions (the workers' graph
  * count stays put), a new signature registers new ones; a feed given
  * twice, an unknown fetch, a fetch of a dead tensor (untaken tf_cond
- * branch) and a feed of the wrong dtype fail naming the culprit. */
+ * branch) and a feed of the wrong dtype fail naming the culprit, and so
+ * do malformed names (which once crashed the master). */
 #include "test/unit/runtime/rt_testlib2.h"
 #include "tf/control_flow.h"
 
@@ -127,6 +128,50 @@ START_TEST(bad_feeds_and_fetches) {
 }
 END_TEST
 
+/* Fetches {"y","z"}, then {"y:0,z"}, which the master's ','-joined key
+ * took for {"y:0","z:0"} (the cached entry) before reading fetched[-1]:
+ * now INVALID_ARGUMENT naming it, for this and other malformed names in
+ * every role, no partitions registered, and the next {"y","z"} works. */
+START_TEST(malformed_names_refused) {
+  rt_cluster c;
+  rt_start(&c, 2, 0, 3000);
+  tf_graph *g = fed_graph();
+  tf_session *s = rt2_remote(&c, g);
+  tf_tensor *x = tt_rand(TF_FLOAT32, tf_shape_of(1, 5), -2, 2);
+  tf_tensor *out[2] = {NULL, NULL};
+  tf_status st;
+  const char *fx[] = {"x"}, *yz[] = {"y", "z"};
+  ck_assert_msg(run(s, fx, &x, 1, yz, out, 2, NULL, 0, &st) == TF_OK, "%s", st.msg);
+  check_yz(out[0], out[1], x);
+  int64_t graphs = rt2_graphs(&c);
+  struct {
+    int role; /* 0 feed, 1 fetch, 2 target */
+    const char *name, *shown;
+  } bad[] = {{1, "y:0,z", "fetch 'y:0,z'"}, {1, "y:0\nz:0", "fetch 'y:0\\x0az:0'"},
+             {1, "y:", "fetch 'y:'"},      {1, "y:-1", "fetch 'y:-1'"},
+             {1, "y:01", "fetch 'y:01'"},  {0, "x:0,x", "feed 'x:0,x'"},
+             {2, "t:0", "target 't:0'"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *name = bad[i].name;
+    out[0] = NULL;
+    tf_code rc = bad[i].role == 0 ? run(s, &name, &x, 1, yz, out, 1, NULL, 0, &st)
+                 : bad[i].role == 1 ? run(s, fx, &x, 1, &name, out, 1, NULL, 0, &st)
+                                    : run(s, fx, &x, 1, yz, out, 1, &name, 1, &st);
+    ck_assert_msg(rc == TF_INVALID_ARGUMENT, "%s: %d %s", name, rc, st.msg);
+    ck_assert_msg(strstr(st.msg, bad[i].shown) != NULL, "%s", st.msg);
+    ck_assert_ptr_null(out[0]);
+  }
+  ck_assert_int_eq(rt2_graphs(&c), graphs);
+  ck_assert_msg(run(s, fx, &x, 1, yz, out, 2, NULL, 0, &st) == TF_OK, "%s", st.msg);
+  check_yz(out[0], out[1], x);
+  ck_assert_int_eq(rt2_graphs(&c), graphs);
+  tf_tensor_unref(x);
+  tf_session_free(s);
+  tf_graph_free(g);
+  rt_stop(&c);
+}
+END_TEST
+
 static tf_code neg_branch(tf_graph *g, const tf_output *in, int n_in, tf_output *out,
                           int n_out, void *arg, tf_status *st) {
   tf_node_builder *b = tf_node_begin(g, "Neg", "tneg");
@@ -206,6 +251,7 @@ Suite *tt_suite(void) {
   tcase_set_timeout(tc, 30);
   tcase_add_test(tc, signature_cache_reuses_partitions);
   tcase_add_test(tc, bad_feeds_and_fetches);
+  tcase_add_test(tc, malformed_names_refused);
   tcase_add_test(tc, dead_fetch_refused);
   suite_add_tcase(s, tc);
   return s;

@@ -5,8 +5,9 @@
  * Placeholder does not run; a producer whose other output is still needed
  * does); targets pull in their control dependencies, and a node needed
  * only through a control input runs; feeding and fetching one edge returns
- * the fed tensor; feeding a ref edge is INVALID_ARGUMENT; user nodes named
- * like the generated _arg_N/_retval_N do not clash; 1,000 distinct
+ * the fed tensor; feeding a ref edge is INVALID_ARGUMENT; the generated
+ * _arg_N/_retval_N cannot clash with user nodes (whose names may not begin
+ * with '_'), nor with lookalikes without the '_'; 1,000 distinct
  * signatures give 1,000 cache entries and one signature in any order (and
  * spelling) gives one; an invalid part of the graph is harmless until a
  * Run keeps it, and then the error names its node. */
@@ -353,20 +354,30 @@ START_TEST(test_feed_ref_edge) {
 }
 END_TEST
 
-/* User nodes named _arg_0, _arg_0_1 and _retval_0 next to the generated
- * ones: every value comes from the right node. */
+/* The generated _arg_N/_retval_N begin with '_', which user graphs refuse
+ * (builder and import, naming the node), so they cannot clash; user nodes
+ * named like them without the '_' sit beside them and every value comes
+ * from the right node. */
 START_TEST(test_generated_names_do_not_clash) {
   tf_graph *g = tf_graph_new();
-  tf_node *ua = f32(g, "_arg_0", 10);
-  tf_node *ua1 = f32(g, "_arg_0_1", 100);
-  tf_node *ur = f32(g, "_retval_0", 20);
+  ck_assert_ptr_null(tf_node_finish(tf_node_begin(g, "NoOp", "_arg_0"), &st));
+  ck_assert_int_eq(st.code, TF_INVALID_ARGUMENT);
+  ASSERT_HAS(st.msg, "'_arg_0'");
+  ASSERT_HAS(st.msg, "reserved");
+  tf_node_def d = {.name = "_retval_0", .op = "NoOp"};
+  ck_assert_int_eq(tf_graph_import(g, &d, 1, &st), TF_INVALID_ARGUMENT);
+  ASSERT_HAS(st.msg, "'_retval_0'");
+  ck_assert_int_eq(tf_graph_num_nodes(g), 0);
+  tf_node *ua = f32(g, "arg_0", 10);
+  tf_node *ua1 = f32(g, "arg_0_1", 100);
+  tf_node *ur = f32(g, "retval_0", 20);
   tf_node *x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_scalar());
   tf_node *y = op2(g, "Add", "y", x, ua);
   op2(g, "Add", "z", op2(g, "Add", "y2", y, ur), ua1);
   tf_session *s = session(g, 2);
   tf_tensor *one = tf_tensor_scalar_f32(1);
   run_spec r = {.feeds = {"x"}, .values = {one}, .n_feeds = 1,
-                .fetches = {"z", "_arg_0", "_retval_0", "_arg_0_1"}, .n_fetches = 4};
+                .fetches = {"z", "arg_0", "retval_0", "arg_0_1"}, .n_fetches = 4};
   run_ok(s, &r);
   /* outs follow fetch order, whatever the signature's order. */
   ck_assert_double_eq(tf_tensor_get_f64(outs[0], 0), 131.0);
@@ -374,13 +385,13 @@ START_TEST(test_generated_names_do_not_clash) {
   ck_assert_double_eq(tf_tensor_get_f64(outs[2], 0), 20.0);
   ck_assert_double_eq(tf_tensor_get_f64(outs[3], 0), 100.0);
   free_outs(4);
-  /* The user's _arg_0 ran once, as itself. */
-  ck_assert_int_eq(times_ran("_arg_0"), 1);
+  ck_assert_int_eq(times_ran("arg_0"), 1);
+  ck_assert_int_eq(times_ran("_arg_0"), 1); /* x's _Arg */
   ck_assert_int_eq(meta.n_timings, 3 + 1 + 3 + 4); /* consts, x's _Arg, y y2 z, retvals */
-  /* Now feed the user's _arg_0 node too. */
+  /* Now feed the user's arg_0 node too. */
   tf_tensor *k = tf_tensor_scalar_f32(1000);
-  run_spec r2 = {.feeds = {"x", "_arg_0"}, .values = {one, k}, .n_feeds = 2,
-                 .fetches = {"_arg_0", "y"}, .n_fetches = 2};
+  run_spec r2 = {.feeds = {"x", "arg_0"}, .values = {one, k}, .n_feeds = 2,
+                 .fetches = {"arg_0", "y"}, .n_fetches = 2};
   run_ok(s, &r2);
   ck_assert_ptr_eq(outs[0], k);
   ck_assert_double_eq(tf_tensor_get_f64(outs[1], 0), 1001.0);

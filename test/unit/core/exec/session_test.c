@@ -202,6 +202,42 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* Fetches {"y","z"}, then names that a joined key confused with them:
+ * {"y:0,z"} (',' join) and {"y:0\nz:0"} ('\n' join, which returned y's
+ * tensor for it) fail with INVALID_ARGUMENT naming the name and return no
+ * tensor; {"y","z"} still works and nothing new was cached. */
+START_TEST(test_signature_names_never_collide) {
+  tf_graph *g = tf_graph_new();
+  tf_node *y = cnst(g, "y", tf_tensor_scalar_f32(2));
+  op2(g, "Neg", "z", y, NULL);
+  tf_status st;
+  tf_session *s = tf_session_new(g, NULL, &st);
+  const char *yz[] = {"y", "z"};
+  tf_tensor *out[2];
+  for (int rep = 0; rep < 2; rep++) {
+    ck_assert_msg(tf_session_run(s, NULL, NULL, NULL, 0, yz, out, 2, NULL, 0, NULL, &st) ==
+                      TF_OK, "%s", st.msg);
+    ck_assert_double_eq(tf_tensor_get_f64(out[0], 0), 2.0);
+    ck_assert_double_eq(tf_tensor_get_f64(out[1], 0), -2.0);
+    tt_free(out, 2);
+    struct {
+      const char *name, *shown;
+    } bad[] = {{"y:0,z", "fetch 'y:0,z'"}, {"y:0\nz:0", "fetch 'y:0\\x0az:0'"},
+               {"y:0,z:0", "fetch 'y:0,z:0'"}, {"y\nz", "fetch 'y\\x0az'"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      out[0] = (tf_tensor *)1;
+      ck_assert_int_eq(tf_session_run(s, NULL, NULL, NULL, 0, &bad[i].name, out, 1, NULL, 0,
+                                      NULL, &st), TF_INVALID_ARGUMENT);
+      ck_assert_msg(strstr(st.msg, bad[i].shown) != NULL, "%s", st.msg);
+      ck_assert_ptr_null(out[0]);
+    }
+    ck_assert_int_eq(tf_session_cache_size(s), 1);
+  }
+  tf_session_free(s);
+  tf_graph_free(g);
+}
+END_TEST
+
 /* A kernel error at run time names the node; the session stays usable. */
 START_TEST(test_kernel_error_names_node) {
   tf_graph *g = tf_graph_new();
@@ -394,6 +430,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_prune_stateful);
   tcase_add_test(tc, test_cache_signature);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_signature_names_never_collide);
   tcase_add_test(tc, test_kernel_error_names_node);
   tcase_add_test(tc, test_extend);
   tcase_add_test(tc, test_concurrent_runs);

@@ -78,7 +78,9 @@ static tf_node *arg(tf_graph *g, const char *name, tf_dtype dt, int64_t index,
 }
 
 START_TEST(test_arg_shape_and_type) {
-  tf_graph *g = tf_graph_new();
+  /* Unnamed, the nodes are called _Arg, _Arg_1, ...: names only internal
+   * graphs (where _Arg lives) accept. */
+  tf_graph *g = tf__graph_new_internal();
   tf_status st;
   struct {
     tf_dtype dt;

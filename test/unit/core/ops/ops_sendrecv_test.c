@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/core/framework/op_registry.h"
+#include "lib/core/graph/graph_impl.h"
 #include "test/unit/testutil.h"
 
 static const char *const key_attrs[] = {"tensor_name", "send_device",
@@ -116,7 +117,9 @@ END_TEST
 
 START_TEST(test_build_with_all_attrs) {
   const tf_dtype types[] = {TF_FLOAT32, TF_INT64, TF_BOOL, TF_STRING, TF_FLOAT64};
-  tf_graph *g = tf_graph_new();
+  /* Unnamed, the nodes are called _Recv, _Recv_1, ...: names only internal
+   * graphs (partitions, where _Recv lives) accept. */
+  tf_graph *g = tf__graph_new_internal();
   tf_status st;
   tf_status_init(&st);
   for (size_t i = 0; i < sizeof types / sizeof *types; i++) {

@@ -307,14 +307,17 @@ START_TEST(test_import_error_positions) {
              "graph yaml: line 3 column 3: node 'a': input 'ghost' names a "
              "node that does not exist");
   expect_msg(HEAD "- {name: a, op: NoOp}\n- {name: '', op: NoOp}\n",
-             "graph yaml: line 4 column 3: node 1 has an invalid name ''");
-  /* A quote inside the name. */
+             "graph yaml: line 4 column 3: node 1 has an invalid name '': "
+             "the node name is empty");
+  /* A quote inside the name: not a valid node name, reported at the node. */
   expect_msg(HEAD "- {name: a, op: NoOp}\n- {name: \"it's\", op: NoSuchOp}\n",
-             "graph yaml: line 4 column 3: node 'it's' (NoSuchOp): op type "
-             "'NoSuchOp' is not registered");
+             "graph yaml: line 4 column 3: node 1 has an invalid name 'it's': "
+             "''' at offset 2 is not allowed (a node name is "
+             "[A-Za-z0-9.][A-Za-z0-9_.\\-/>]*)");
   expect_msg(HEAD "- {name: a, op: NoOp}\n- {name: \"a' (NoOp\", op: X}\n",
-             "graph yaml: line 4 column 3: node 'a' (NoOp' (X): op type 'X' "
-             "is not registered");
+             "graph yaml: line 4 column 3: node 1 has an invalid name "
+             "'a' (NoOp': ''' at offset 1 is not allowed (a node name is "
+             "[A-Za-z0-9.][A-Za-z0-9_.\\-/>]*)");
   /* A name used twice in the document: both places. */
   expect_msg(HEAD "- {name: a, op: NoOp}\n- {name: b, op: NoOp}\n"
              "- name: a\n  op: NoOp\n",
