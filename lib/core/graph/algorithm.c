@@ -94,7 +94,7 @@ static int find_cycle(int n, const tf__edge *edges, int n_edges,
   /* v starts the loop: the ids seen at its step or later, in walk order */
   int lowest = v, first = seen[v];
   for (int u = 0; u < n; u++) {
-    if (seen[u] >= first && u < lowest) {
+    if (u < lowest && seen[u] >= first) {
       lowest = u;
     }
   }
