@@ -13,6 +13,7 @@
  * inter-op threads; a concurrent reader only sees whole snapshots; the
  * kernels refuse to run eagerly. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
