@@ -27,16 +27,24 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs msgpack yaml-0.1 libuv 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-WARN    := -Wall -Wextra -Wstrict-prototypes -Wno-unused-parameter -Wno-missing-field-initializers
+WARN    := -Wall -Wextra -Wstrict-prototypes -Wno-unused-parameter -Wno-missing-field-initializers \
+           -Werror=implicit-function-declaration
 ifneq ($(filter true 1,$(CI) $(WERROR)),)
 WARN    += -Werror
 endif
 CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -g -march=$(ARCH) -fPIC -pthread $(WARN) \
            -I. -Iinclude -MMD -MP
 ifneq ($(SANITIZE),)
-CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS  += $(SANFLAGS)
 LDSAN   := -fsanitize=$(SANITIZE)
 endif
+# lib/ objects: only what include/tf marks TF_API is exported from libtf.so.
+LIB_CFLAGS := -fvisibility=hidden
+# The C++ test of the public headers (test/unit/cxx): they must compile
+# cleanly as C++ too.
+CXXFLAGS_TEST := -std=c++17 $(OPT) -g -march=$(ARCH) -pthread -Wall -Wextra \
+           -Werror -pedantic-errors -Iinclude -MMD -MP $(SANFLAGS)
 LDLIBS  = $(PKG_LIBS) -lnng -lopenblas -lz -lm -lpthread
 # oneDNN (Debian libdnnl-dev), optional: convolutions use it when found
 # (cpu_conv_dnnl.c), im2col + OpenBLAS otherwise or with TF_DISABLE_DNNL=1.
@@ -46,22 +54,19 @@ CFLAGS  += -DTF_HAVE_DNNL $(shell pkg-config --cflags dnnl 2>/dev/null)
 LDLIBS  += -ldnnl -lgomp
 endif
 
-# The compiler and flags an object was built with: when they change (OPT,
-# ARCH, CC, a new optional library) the stamp changes and everything
-# rebuilds, as redis's .make-settings does.
-FLAGS_STAMP := $(BUILD)/flags.stamp
-FLAGS_NOW   := $(strip $(CC) $(CFLAGS) $(LDLIBS))
-ifneq ($(FLAGS_NOW),$(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)))
-$(shell mkdir -p $(BUILD) && printf '%s' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
-endif
-
 LIB_SRCS  := $(shell find lib -name '*.c' -not -path 'lib/devices/cuda/*' | sort)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-# TESTS="core/tensor devices/cpu/cpu_matmul" limits a run to those tests.
+# TESTS="core/tensor devices/cpu/cpu_matmul" limits a run to those tests
+# (test/unit/<name>_test.c, or _test.cc for C++; api/<name> is the script
+# test/api/<name>_test.sh).
+API_TEST_NAMES := $(filter api/%,$(TESTS))
+UNIT_TEST_NAMES := $(filter-out api/%,$(TESTS))
 ifeq ($(TESTS),)
-TEST_SRCS := $(shell find test/unit -name '*_test.c' | sort)
+TEST_SRCS := $(shell find test/unit -name '*_test.c' -o -name '*_test.cc' | sort)
+API_TESTS := $(sort $(wildcard test/api/*_test.sh))
 else
-TEST_SRCS := $(patsubst %,test/unit/%_test.c,$(TESTS))
+TEST_SRCS := $(foreach t,$(UNIT_TEST_NAMES),$(or $(wildcard test/unit/$(t)_test.cc),test/unit/$(t)_test.c))
+API_TESTS := $(patsubst %,test/%_test.sh,$(API_TEST_NAMES))
 endif
 # Integration tests (test/integration/*_test.c) start the real daemons: they
 # link the harness and run after the programs are built.
@@ -71,7 +76,8 @@ else
 INTEG_SRCS :=
 endif
 TEST_SRCS += $(INTEG_SRCS)
-TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+TEST_BINS := $(addprefix $(BUILD)/,$(basename $(TEST_SRCS)))
+CXX_TEST_BINS := $(addprefix $(BUILD)/,$(basename $(filter %.cc,$(TEST_SRCS))))
 HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o
 TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o
 CMD_SRCS  := $(wildcard cmd/*/main.c)
@@ -88,8 +94,28 @@ CMD_LIBS   := $(shell pkg-config --libs libsystemd)
 endif
 FUZZ_SRCS := $(wildcard test/fuzz/*_fuzz.c)
 
+# The compiler and flags an object was built with: when they change (OPT,
+# ARCH, CC, a new optional library) the stamp changes and everything
+# rebuilds, as redis's .make-settings does.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_NOW   := $(strip $(CC) $(CFLAGS) $(LIB_CFLAGS) $(PKG_CFLAGS) $(LDLIBS) $(CMD_CFLAGS) $(CMD_LIBS) \
+                       $(CXX) $(CXXFLAGS_TEST))
+ifneq ($(FLAGS_NOW),$(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)))
+$(shell mkdir -p $(BUILD) && printf '%s' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+endif
+
+# The version is defined once, in include/tf/version.h.
+tf_version_part = $(shell sed -n 's/^\#define TF_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/tf/version.h)
+VERSION_MAJOR := $(call tf_version_part,MAJOR)
+VERSION := $(VERSION_MAJOR).$(call tf_version_part,MINOR).$(call tf_version_part,PATCH)
+SONAME  := libtf.so.$(VERSION_MAJOR)
+
 STATIC  := $(LIBDIR)/libtf.a
+# libtf.so.X.Y.Z with SONAME libtf.so.X, and the links libtf.so.X and
+# libtf.so (what -ltf finds) to it.
+SHARED_REAL := $(LIBDIR)/libtf.so.$(VERSION)
 SHARED  := $(LIBDIR)/libtf.so
+SHARED_LINKS := $(LIBDIR)/$(SONAME) $(SHARED)
 # Kernels and ops register from constructors: link the whole archive.
 LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 
@@ -97,7 +123,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 .SECONDARY:
 
 .PHONY: all deps check test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz
-all: info $(STATIC) $(SHARED) $(CMD_BINS)
+all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 HAVE_VERBS := $(shell [ -e /usr/include/infiniband/verbs.h ] && echo yes)
@@ -119,13 +145,24 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
+$(BUILD)/obj/lib/%.o: lib/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
 $(STATIC): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJS)
-	$(CC) -shared $(LDSAN) -o $@ $^ $(LDLIBS)
+$(SHARED_REAL): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDSAN) -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
+
+$(LIBDIR)/$(SONAME): $(SHARED_REAL)
+	ln -sf $(notdir $<) $@
+
+$(SHARED): $(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(BUILD)/obj/cmd/%.o: cmd/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -154,16 +191,24 @@ $(BUILD)/test/%: $(BUILD)/obj/test/%.o $(TESTUTIL_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $< $(TESTUTIL_OBJS) $(LINK_TF) $(CHECK_LIBS) $(LDLIBS)
 
+# C++ tests link the shared library: they may use only what it exports.
+$(CXX_TEST_BINS): $(BUILD)/%: %.cc $(SHARED_LINKS) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS_TEST) -o $@ $< -L$(LIBDIR) -ltf -Wl,-rpath,$(abspath $(LIBDIR)) $(CHECK_LIBS)
+
 # check: the README's test command. Installs what is missing, then builds
 # and runs every unit test binary in a sub-make (so pkg-config sees the
 # freshly installed packages).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) $(CMD_BINS) >/dev/null
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) $(SHARED_LINKS) $(CMD_BINS) >/dev/null
 	@$(MAKE) --no-print-directory test-run
 
+# The scripts under test/api (exports, install) learn the build through
+# these variables.
 test-run: info $(STATIC) $(TEST_BINS)
-	@scripts/run-tests.sh $(TEST_BINS)
+	@TF_BUILD=$(BUILD) TF_CC="$(CC)" TF_SANFLAGS="$(SANFLAGS)" TF_SONAME=$(SONAME) \
+	  TF_VERSION=$(VERSION) scripts/run-tests.sh $(TEST_BINS) $(API_TESTS)
 
 BENCH_CFLAGS = $(CFLAGS) $(PKG_CFLAGS)
 $(BUILD)/bench/%: bench/%.c $(STATIC) $(FLAGS_STAMP)

@@ -13,6 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tf/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tf_allocator tf_allocator;
 
 struct tf_allocator {
@@ -39,17 +45,21 @@ typedef struct tf_allocator_stats {
 #define TF_ALLOC_ALIGN 64
 
 /* The process-wide CPU allocator. */
-tf_allocator *tf_cpu_allocator(void);
+TF_API tf_allocator *tf_cpu_allocator(void);
 
 /* Records an allocation or free of nbytes in a's statistics. For allocator
  * implementations. */
-void tf_allocator_note_alloc(tf_allocator *a, size_t nbytes);
-void tf_allocator_note_free(tf_allocator *a, size_t nbytes);
+TF_API void tf_allocator_note_alloc(tf_allocator *a, size_t nbytes);
+TF_API void tf_allocator_note_free(tf_allocator *a, size_t nbytes);
 
 /* a's statistics now. Thread-safe. */
-tf_allocator_stats tf_allocator_get_stats(const tf_allocator *a);
+TF_API tf_allocator_stats tf_allocator_get_stats(const tf_allocator *a);
 /* Sets the peak to the bytes in use now, to measure the peak of what
  * follows. Thread-safe. */
-void tf_allocator_reset_peak(tf_allocator *a);
+TF_API void tf_allocator_reset_peak(tf_allocator *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
