@@ -1,6 +1,8 @@
 # Makefile: the one entry point.
 #   make              build build/lib/libtf.a, build/lib/libtf.so and the programs
 #   make check        install missing deps, build and run every unit test
+#   make install PREFIX=/usr/local DESTDIR=   headers, libraries, tf.pc, programs,
+#                     conf examples and docs (make uninstall removes them)
 #   make SANITIZE=address,undefined check   the same under sanitizers
 #   make bench-matmul MatMul kernel vs direct cblas_sgemm
 #   make docs         regenerate docs/ops.md from the op registry
@@ -122,7 +124,8 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz
+.PHONY: all deps check test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz \
+        install uninstall
 all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -257,6 +260,57 @@ $(BUILD)/tools/%: tools/%.c $(STATIC)
 FUZZ_TIME ?= 10
 fuzz:
 	@scripts/run-fuzz.sh $(FUZZ_TIME)
+
+# install: PREFIX (default /usr/local) and the GNU directory variables below
+# may be overridden; DESTDIR stages the tree elsewhere (packaging, tests).
+# Installs what `make` built (SANITIZE=... installs that build), building
+# what is missing first: run `make` as yourself before `sudo make install`.
+PREFIX      ?= /usr/local
+bindir      ?= $(PREFIX)/bin
+libdir      ?= $(PREFIX)/lib
+includedir  ?= $(PREFIX)/include
+datadir     ?= $(PREFIX)/share
+docdir      ?= $(datadir)/doc/tf
+confdir     ?= $(datadir)/tf/conf
+pkgconfigdir ?= $(libdir)/pkgconfig
+INSTALL     ?= install
+
+INST_HEADERS := $(sort $(wildcard include/tf/*.h))
+INST_CONF    := $(sort $(wildcard conf/*.yaml))
+INST_DOCS    := README.md $(sort $(wildcard docs/*.md))
+INST_PROGS   := $(notdir $(CMD_BINS))
+# A directory for tf.pc, relative to ${prefix} when it is under PREFIX.
+pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# Static-link flags for tf.pc: the dependencies of libtf.a, one of each.
+PC_LIBS_PRIVATE = $(strip $(shell printf '%s\n' $(LDLIBS) | awk '!seen[$$0]++' | tr '\n' ' '))
+
+install: $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
+	$(INSTALL) -d $(DESTDIR)$(includedir)/tf $(DESTDIR)$(libdir) $(DESTDIR)$(pkgconfigdir) \
+	  $(DESTDIR)$(bindir) $(DESTDIR)$(confdir) $(DESTDIR)$(docdir)
+	$(INSTALL) -m 644 $(INST_HEADERS) $(DESTDIR)$(includedir)/tf/
+	$(INSTALL) -m 644 $(STATIC) $(DESTDIR)$(libdir)/
+	$(INSTALL) -m 755 $(SHARED_REAL) $(DESTDIR)$(libdir)/
+	ln -sf libtf.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libtf.so
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(call pc_dir,$(libdir))|; s|@INCLUDEDIR@|$(call pc_dir,$(includedir))|' \
+	  -e 's|@VERSION@|$(VERSION)|; s|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' \
+	  tf.pc.in > $(DESTDIR)$(pkgconfigdir)/tf.pc
+	chmod 644 $(DESTDIR)$(pkgconfigdir)/tf.pc
+	$(INSTALL) -m 755 $(CMD_BINS) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 $(INST_CONF) $(DESTDIR)$(confdir)/
+	$(INSTALL) -m 644 $(INST_DOCS) $(DESTDIR)$(docdir)/
+
+# Removes exactly what install put there, then the directories that are
+# tf's own (include/tf, share/tf, share/doc/tf) if they are empty.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(includedir)/tf/,$(notdir $(INST_HEADERS)))
+	rm -f $(addprefix $(DESTDIR)$(libdir)/,libtf.a libtf.so $(SONAME) libtf.so.$(VERSION))
+	rm -f $(DESTDIR)$(pkgconfigdir)/tf.pc
+	rm -f $(addprefix $(DESTDIR)$(bindir)/,$(INST_PROGS))
+	rm -f $(addprefix $(DESTDIR)$(confdir)/,$(notdir $(INST_CONF)))
+	rm -f $(addprefix $(DESTDIR)$(docdir)/,$(notdir $(INST_DOCS)))
+	@for d in $(DESTDIR)$(includedir)/tf $(DESTDIR)$(confdir) $(DESTDIR)$(datadir)/tf $(DESTDIR)$(docdir); do \
+	  rmdir "$$d" 2>/dev/null || true; done
 
 clean:
 	rm -rf build
