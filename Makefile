@@ -1,6 +1,8 @@
 # Makefile: the one entry point.
 #   make              build build/lib/libtf.a, build/lib/libtf.so and the programs
 #   make check        install missing deps, build and run every unit test
+#   make install PREFIX=/usr/local DESTDIR=   headers, libraries, tf.pc, programs,
+#                     conf examples and docs (make uninstall removes them)
 #   make SANITIZE=address,undefined check   the same under sanitizers
 #   make lint         scripts/lint.py: layer direction, purpose comments, lengths,
 #                     libtf.so's exported symbols, cppcheck (LINT_RULES="layers purpose"
@@ -30,16 +32,24 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs msgpack yaml-0.1 libuv 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-WARN    := -Wall -Wextra -Wstrict-prototypes -Wno-unused-parameter -Wno-missing-field-initializers
+WARN    := -Wall -Wextra -Wstrict-prototypes -Wno-unused-parameter -Wno-missing-field-initializers \
+           -Werror=implicit-function-declaration
 ifneq ($(filter true 1,$(CI) $(WERROR)),)
 WARN    += -Werror
 endif
 CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -g -march=$(ARCH) -fPIC -pthread $(WARN) \
            -I. -Iinclude -MMD -MP
 ifneq ($(SANITIZE),)
-CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS  += $(SANFLAGS)
 LDSAN   := -fsanitize=$(SANITIZE)
 endif
+# lib/ objects: only what include/tf marks TF_API is exported from libtf.so.
+LIB_CFLAGS := -fvisibility=hidden
+# The C++ test of the public headers (test/unit/cxx): they must compile
+# cleanly as C++ too.
+CXXFLAGS_TEST := -std=c++17 $(OPT) -g -march=$(ARCH) -pthread -Wall -Wextra \
+           -Werror -pedantic-errors -Iinclude -MMD -MP $(SANFLAGS)
 LDLIBS  = $(PKG_LIBS) -lnng -lopenblas -lz -lm -lpthread
 # oneDNN (Debian libdnnl-dev), optional: convolutions use it when found
 # (cpu_conv_dnnl.c), im2col + OpenBLAS otherwise or with TF_DISABLE_DNNL=1.
@@ -49,22 +59,19 @@ CFLAGS  += -DTF_HAVE_DNNL $(shell pkg-config --cflags dnnl 2>/dev/null)
 LDLIBS  += -ldnnl -lgomp
 endif
 
-# The compiler and flags an object was built with: when they change (OPT,
-# ARCH, CC, a new optional library) the stamp changes and everything
-# rebuilds, as redis's .make-settings does.
-FLAGS_STAMP := $(BUILD)/flags.stamp
-FLAGS_NOW   := $(strip $(CC) $(CFLAGS) $(LDLIBS))
-ifneq ($(FLAGS_NOW),$(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)))
-$(shell mkdir -p $(BUILD) && printf '%s' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
-endif
-
 LIB_SRCS  := $(shell find lib -name '*.c' -not -path 'lib/devices/cuda/*' | sort)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-# TESTS="core/tensor devices/cpu/cpu_matmul" limits a run to those tests.
+# TESTS="core/tensor devices/cpu/cpu_matmul" limits a run to those tests
+# (test/unit/<name>_test.c, or _test.cc for C++; api/<name> and lint/<name>
+# are the scripts test/api/<name>_test.sh and test/lint/<name>_test.py).
+SCRIPT_TEST_NAMES := $(filter api/% lint/%,$(TESTS))
+UNIT_TEST_NAMES := $(filter-out api/% lint/%,$(TESTS))
 ifeq ($(TESTS),)
-TEST_SRCS := $(shell find test/unit -name '*_test.c' | sort)
+TEST_SRCS := $(shell find test/unit -name '*_test.c' -o -name '*_test.cc' | sort)
+API_TESTS := $(sort $(wildcard test/api/*_test.sh test/lint/*_test.py))
 else
-TEST_SRCS := $(patsubst %,test/unit/%_test.c,$(TESTS))
+TEST_SRCS := $(foreach t,$(UNIT_TEST_NAMES),$(or $(wildcard test/unit/$(t)_test.cc),test/unit/$(t)_test.c))
+API_TESTS := $(foreach t,$(SCRIPT_TEST_NAMES),$(wildcard test/$(t)_test.sh test/$(t)_test.py))
 endif
 # Integration tests (test/integration/*_test.c) start the real daemons: they
 # link the harness and run after the programs are built.
@@ -74,7 +81,8 @@ else
 INTEG_SRCS :=
 endif
 TEST_SRCS += $(INTEG_SRCS)
-TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+TEST_BINS := $(addprefix $(BUILD)/,$(basename $(TEST_SRCS)))
+CXX_TEST_BINS := $(addprefix $(BUILD)/,$(basename $(filter %.cc,$(TEST_SRCS))))
 HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o
 TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o
 CMD_SRCS  := $(wildcard cmd/*/main.c)
@@ -91,16 +99,37 @@ CMD_LIBS   := $(shell pkg-config --libs libsystemd)
 endif
 FUZZ_SRCS := $(wildcard test/fuzz/*_fuzz.c)
 
+# The compiler and flags an object was built with: when they change (OPT,
+# ARCH, CC, a new optional library) the stamp changes and everything
+# rebuilds, as redis's .make-settings does.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_NOW   := $(strip $(CC) $(CFLAGS) $(LIB_CFLAGS) $(PKG_CFLAGS) $(LDLIBS) $(CMD_CFLAGS) $(CMD_LIBS) \
+                       $(CXX) $(CXXFLAGS_TEST))
+ifneq ($(FLAGS_NOW),$(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)))
+$(shell mkdir -p $(BUILD) && printf '%s' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+endif
+
+# The version is defined once, in include/tf/version.h.
+tf_version_part = $(shell sed -n 's/^\#define TF_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/tf/version.h)
+VERSION_MAJOR := $(call tf_version_part,MAJOR)
+VERSION := $(VERSION_MAJOR).$(call tf_version_part,MINOR).$(call tf_version_part,PATCH)
+SONAME  := libtf.so.$(VERSION_MAJOR)
+
 STATIC  := $(LIBDIR)/libtf.a
+# libtf.so.X.Y.Z with SONAME libtf.so.X, and the links libtf.so.X and
+# libtf.so (what -ltf finds) to it.
+SHARED_REAL := $(LIBDIR)/libtf.so.$(VERSION)
 SHARED  := $(LIBDIR)/libtf.so
+SHARED_LINKS := $(LIBDIR)/$(SONAME) $(SHARED)
 # Kernels and ops register from constructors: link the whole archive.
 LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check lint test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz
-all: info $(STATIC) $(SHARED) $(CMD_BINS)
+.PHONY: all deps check lint test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz \
+        install uninstall
+all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 HAVE_VERBS := $(shell [ -e /usr/include/infiniband/verbs.h ] && echo yes)
@@ -122,13 +151,24 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
+$(BUILD)/obj/lib/%.o: lib/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
 $(STATIC): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJS)
-	$(CC) -shared $(LDSAN) -o $@ $^ $(LDLIBS)
+$(SHARED_REAL): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDSAN) -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
+
+$(LIBDIR)/$(SONAME): $(SHARED_REAL)
+	ln -sf $(notdir $<) $@
+
+$(SHARED): $(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(BUILD)/obj/cmd/%.o: cmd/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -157,15 +197,19 @@ $(BUILD)/test/%: $(BUILD)/obj/test/%.o $(TESTUTIL_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $< $(TESTUTIL_OBJS) $(LINK_TF) $(CHECK_LIBS) $(LDLIBS)
 
+# C++ tests link the shared library: they may use only what it exports.
+$(CXX_TEST_BINS): $(BUILD)/%: %.cc $(SHARED_LINKS) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS_TEST) -o $@ $< -L$(LIBDIR) -ltf -Wl,-rpath,$(abspath $(LIBDIR)) $(CHECK_LIBS)
+
 # check: the README's test command. Installs what is missing, then builds
 # and runs every unit test binary in a sub-make (so pkg-config sees the
-# freshly installed packages). A full run also tests the lint itself
-# (test/lint/lint_test.py, a few seconds).
+# freshly installed packages). The script tests (test/api: exports and
+# install; test/lint: the lint itself) run with the binaries.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) $(CMD_BINS) >/dev/null
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) $(SHARED_LINKS) $(CMD_BINS) >/dev/null
 	@$(MAKE) --no-print-directory test-run
-	@$(if $(TESTS)$(SANITIZE),:,/usr/bin/python3 test/lint/lint_test.py)
 
 # lint: every rule of scripts/lint.py over the tree; the symbols rule reads
 # the shared library, so it is built first. LINT_RULES="layers length" limits it.
@@ -174,8 +218,11 @@ lint: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) $(SHARED) >/dev/null
 	@/usr/bin/python3 scripts/lint.py --lib $(SHARED) --jobs $(JOBS) $(foreach r,$(LINT_RULES),--rule $(r))
 
+# The scripts under test/api (exports, install) learn the build through
+# these variables.
 test-run: info $(STATIC) $(TEST_BINS)
-	@scripts/run-tests.sh $(TEST_BINS)
+	@TF_BUILD=$(BUILD) TF_CC="$(CC)" TF_SANFLAGS="$(SANFLAGS)" TF_SONAME=$(SONAME) \
+	  TF_VERSION=$(VERSION) scripts/run-tests.sh $(TEST_BINS) $(API_TESTS)
 
 BENCH_CFLAGS = $(CFLAGS) $(PKG_CFLAGS)
 $(BUILD)/bench/%: bench/%.c $(STATIC) $(FLAGS_STAMP)
@@ -224,6 +271,57 @@ $(BUILD)/tools/%: tools/%.c $(STATIC)
 FUZZ_TIME ?= 10
 fuzz:
 	@scripts/run-fuzz.sh $(FUZZ_TIME)
+
+# install: PREFIX (default /usr/local) and the GNU directory variables below
+# may be overridden; DESTDIR stages the tree elsewhere (packaging, tests).
+# Installs what `make` built (SANITIZE=... installs that build), building
+# what is missing first: run `make` as yourself before `sudo make install`.
+PREFIX      ?= /usr/local
+bindir      ?= $(PREFIX)/bin
+libdir      ?= $(PREFIX)/lib
+includedir  ?= $(PREFIX)/include
+datadir     ?= $(PREFIX)/share
+docdir      ?= $(datadir)/doc/tf
+confdir     ?= $(datadir)/tf/conf
+pkgconfigdir ?= $(libdir)/pkgconfig
+INSTALL     ?= install
+
+INST_HEADERS := $(sort $(wildcard include/tf/*.h))
+INST_CONF    := $(sort $(wildcard conf/*.yaml))
+INST_DOCS    := README.md $(sort $(wildcard docs/*.md))
+INST_PROGS   := $(notdir $(CMD_BINS))
+# A directory for tf.pc, relative to ${prefix} when it is under PREFIX.
+pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# Static-link flags for tf.pc: the dependencies of libtf.a, one of each.
+PC_LIBS_PRIVATE = $(strip $(shell printf '%s\n' $(LDLIBS) | awk '!seen[$$0]++' | tr '\n' ' '))
+
+install: $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
+	$(INSTALL) -d $(DESTDIR)$(includedir)/tf $(DESTDIR)$(libdir) $(DESTDIR)$(pkgconfigdir) \
+	  $(DESTDIR)$(bindir) $(DESTDIR)$(confdir) $(DESTDIR)$(docdir)
+	$(INSTALL) -m 644 $(INST_HEADERS) $(DESTDIR)$(includedir)/tf/
+	$(INSTALL) -m 644 $(STATIC) $(DESTDIR)$(libdir)/
+	$(INSTALL) -m 755 $(SHARED_REAL) $(DESTDIR)$(libdir)/
+	ln -sf libtf.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libtf.so
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(call pc_dir,$(libdir))|; s|@INCLUDEDIR@|$(call pc_dir,$(includedir))|' \
+	  -e 's|@VERSION@|$(VERSION)|; s|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' \
+	  tf.pc.in > $(DESTDIR)$(pkgconfigdir)/tf.pc
+	chmod 644 $(DESTDIR)$(pkgconfigdir)/tf.pc
+	$(INSTALL) -m 755 $(CMD_BINS) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 $(INST_CONF) $(DESTDIR)$(confdir)/
+	$(INSTALL) -m 644 $(INST_DOCS) $(DESTDIR)$(docdir)/
+
+# Removes exactly what install put there, then the directories that are
+# tf's own (include/tf, share/tf, share/doc/tf) if they are empty.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(includedir)/tf/,$(notdir $(INST_HEADERS)))
+	rm -f $(addprefix $(DESTDIR)$(libdir)/,libtf.a libtf.so $(SONAME) libtf.so.$(VERSION))
+	rm -f $(DESTDIR)$(pkgconfigdir)/tf.pc
+	rm -f $(addprefix $(DESTDIR)$(bindir)/,$(INST_PROGS))
+	rm -f $(addprefix $(DESTDIR)$(confdir)/,$(notdir $(INST_CONF)))
+	rm -f $(addprefix $(DESTDIR)$(docdir)/,$(notdir $(INST_DOCS)))
+	@for d in $(DESTDIR)$(includedir)/tf $(DESTDIR)$(confdir) $(DESTDIR)$(datadir)/tf $(DESTDIR)$(docdir); do \
+	  rmdir "$$d" 2>/dev/null || true; done
 
 clean:
 	rm -rf build

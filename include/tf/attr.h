@@ -10,8 +10,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tf/export.h"
 #include "tf/dtype.h"
 #include "tf/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum tf_attr_type {
   TF_ATTR_NONE = 0,
@@ -52,33 +57,37 @@ typedef struct tf_attr_kv {
   tf_attr_value value;
 } tf_attr_kv;
 
-tf_attr_value tf_attr_int(int64_t v);
-tf_attr_value tf_attr_float(double v);
-tf_attr_value tf_attr_bool(bool v);
-tf_attr_value tf_attr_string(const char *s);
-tf_attr_value tf_attr_type_v(tf_dtype t);
-tf_attr_value tf_attr_shape(tf_shape s);
-tf_attr_value tf_attr_tensor(tf_tensor *t);
-tf_attr_value tf_attr_int_list(const int64_t *v, int n);
-tf_attr_value tf_attr_float_list(const double *v, int n);
-tf_attr_value tf_attr_bool_list(const bool *v, int n);
-tf_attr_value tf_attr_string_list(const char *const *v, int n);
-tf_attr_value tf_attr_type_list(const tf_dtype *v, int n);
-tf_attr_value tf_attr_shape_list(const tf_shape *v, int n);
-tf_attr_value tf_attr_tensor_list(tf_tensor *const *v, int n);
+TF_API tf_attr_value tf_attr_int(int64_t v);
+TF_API tf_attr_value tf_attr_float(double v);
+TF_API tf_attr_value tf_attr_bool(bool v);
+TF_API tf_attr_value tf_attr_string(const char *s);
+TF_API tf_attr_value tf_attr_type_v(tf_dtype t);
+TF_API tf_attr_value tf_attr_shape(tf_shape s);
+TF_API tf_attr_value tf_attr_tensor(tf_tensor *t);
+TF_API tf_attr_value tf_attr_int_list(const int64_t *v, int n);
+TF_API tf_attr_value tf_attr_float_list(const double *v, int n);
+TF_API tf_attr_value tf_attr_bool_list(const bool *v, int n);
+TF_API tf_attr_value tf_attr_string_list(const char *const *v, int n);
+TF_API tf_attr_value tf_attr_type_list(const tf_dtype *v, int n);
+TF_API tf_attr_value tf_attr_shape_list(const tf_shape *v, int n);
+TF_API tf_attr_value tf_attr_tensor_list(tf_tensor *const *v, int n);
 
 /* "int", "list(float)", ... */
-const char *tf_attr_type_name(tf_attr_type t, bool is_list);
+TF_API const char *tf_attr_type_name(tf_attr_type t, bool is_list);
 /* Bytes of one element of a list attr of type t (the stride of u.ints ..
  * u.tensors); 0 for TF_ATTR_NONE or an invalid type. */
-size_t tf_attr_elem_size(tf_attr_type t);
-bool tf_attr_value_equal(const tf_attr_value *a, const tf_attr_value *b);
+TF_API size_t tf_attr_elem_size(tf_attr_type t);
+TF_API bool tf_attr_value_equal(const tf_attr_value *a, const tf_attr_value *b);
 /* Human form for errors and the YAML writer's comments, e.g. "[1, 2]". */
-char *tf_attr_value_str(const tf_attr_value *v, char *buf, size_t size);
+TF_API char *tf_attr_value_str(const tf_attr_value *v, char *buf, size_t size);
 
 /* Deep copy (tensors are referenced, not copied: they are immutable once in
  * an attr). Free with tf_attr_value_fini. Aborts on OOM (metadata). */
-tf_attr_value tf_attr_value_clone(const tf_attr_value *v);
-void tf_attr_value_fini(tf_attr_value *v);
+TF_API tf_attr_value tf_attr_value_clone(const tf_attr_value *v);
+TF_API void tf_attr_value_fini(tf_attr_value *v);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,8 +11,13 @@
 #ifndef TF_CONTROL_FLOW_H
 #define TF_CONTROL_FLOW_H
 
+#include "tf/export.h"
 #include "tf/graph.h"
 #include "tf/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Builds a branch: reads in[0..n_in), writes out[0..n_out). Returns OK or
  * an error in st (which the builder passes on). */
@@ -24,10 +29,10 @@ typedef tf_code (*tf_branch_fn)(tf_graph *g, const tf_output *in, int n_in,
  * scalar bool. Only the taken branch runs. Both branches must produce
  * n_out outputs of matching dtypes. name ("cond" if NULL) scopes the
  * nodes. */
-tf_code tf_cond(tf_graph *g, const char *name, tf_output pred,
-                const tf_output *inputs, int n_inputs, tf_branch_fn true_fn,
-                tf_branch_fn false_fn, void *arg, tf_output *out, int n_out,
-                tf_status *st);
+TF_API tf_code tf_cond(tf_graph *g, const char *name, tf_output pred,
+                       const tf_output *inputs, int n_inputs,
+                       tf_branch_fn true_fn, tf_branch_fn false_fn, void *arg,
+                       tf_output *out, int n_out, tf_status *st);
 
 /* cond_fn(vars, invariants) -> one scalar bool; body_fn(vars, invariants)
  * -> n_vars new values (same dtypes; shapes compatible with the inputs'). */
@@ -46,10 +51,15 @@ typedef tf_code (*tf_loop_body_fn)(tf_graph *g, const tf_output *vars,
  * (>= 1; 0 means 10) bounds how many iterations run at once; the results
  * do not depend on it. name ("while" if NULL) scopes the nodes and names
  * the frame. */
-tf_code tf_while_loop(tf_graph *g, const char *name, const tf_output *vars,
-                      int n_vars, const tf_output *invariants,
-                      int n_invariants, tf_loop_cond_fn cond_fn,
-                      tf_loop_body_fn body_fn, void *arg,
-                      int parallel_iterations, tf_output *out, tf_status *st);
+TF_API tf_code tf_while_loop(tf_graph *g, const char *name,
+                             const tf_output *vars, int n_vars,
+                             const tf_output *invariants, int n_invariants,
+                             tf_loop_cond_fn cond_fn, tf_loop_body_fn body_fn,
+                             void *arg, int parallel_iterations, tf_output *out,
+                             tf_status *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

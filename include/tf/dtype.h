@@ -10,6 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tf/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* X(ENUM, tf number, C element type, size in bytes, name) */
 #define TF_DTYPE_MAP(X)                                                        \
   X(FLOAT32, 1, float, 4, "float32")                                           \
@@ -50,23 +56,31 @@ typedef struct tf_string {
 } tf_string;
 
 /* Size in bytes of one element; 0 for an invalid dtype. */
-size_t tf_dtype_size(tf_dtype dt);
+TF_API size_t tf_dtype_size(tf_dtype dt);
 /* "float32" etc.; "invalid" for anything not in the map. */
-const char *tf_dtype_name(tf_dtype dt);
+TF_API const char *tf_dtype_name(tf_dtype dt);
 /* Accepts the names above plus TF's aliases "float", "double", "half". */
-bool tf_dtype_from_name(const char *name, tf_dtype *out);
-bool tf_dtype_is_valid(tf_dtype dt);
-bool tf_dtype_is_float(tf_dtype dt);   /* bfloat16, float16, float32, float64 */
-bool tf_dtype_is_integer(tf_dtype dt); /* signed and unsigned ints, not bool */
-bool tf_dtype_is_signed(tf_dtype dt);  /* signed ints and floats */
-bool tf_dtype_is_complex(tf_dtype dt);
-bool tf_dtype_is_numeric(tf_dtype dt); /* all but bool and string */
+TF_API bool tf_dtype_from_name(const char *name, tf_dtype *out);
+TF_API bool tf_dtype_is_valid(tf_dtype dt);
+/* bfloat16, float16, float32, float64 */
+TF_API bool tf_dtype_is_float(tf_dtype dt);
+/* signed and unsigned ints, not bool */
+TF_API bool tf_dtype_is_integer(tf_dtype dt);
+/* signed ints and floats */
+TF_API bool tf_dtype_is_signed(tf_dtype dt);
+TF_API bool tf_dtype_is_complex(tf_dtype dt);
+/* all but bool and string */
+TF_API bool tf_dtype_is_numeric(tf_dtype dt);
 
 /* 16-bit float conversions, round to nearest even; NaN stays NaN. */
-float tf_bfloat16_to_float(tf_bfloat16 v);
-tf_bfloat16 tf_float_to_bfloat16(float f);
-float tf_float16_to_float(tf_float16 v);
-tf_float16 tf_float_to_float16(float f);
-tf_float16 tf_double_to_float16(double d);
+TF_API float tf_bfloat16_to_float(tf_bfloat16 v);
+TF_API tf_bfloat16 tf_float_to_bfloat16(float f);
+TF_API float tf_float16_to_float(tf_float16 v);
+TF_API tf_float16 tf_float_to_float16(float f);
+TF_API tf_float16 tf_double_to_float16(double d);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -7,17 +7,26 @@
 #ifndef TF_EAGER_H
 #define TF_EAGER_H
 
+#include "tf/export.h"
 #include "tf/attr.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Runs op with inputs (list arguments are flattened in order; list lengths
  * are inferred into number attrs such as N when not given) and attrs (type
  * attrs are inferred from inputs when not given). outputs must have room for
  * the op's output count (*n_outputs in: capacity, out: count); the caller
  * owns one reference to each. */
-tf_code tf_execute(const char *op, tf_tensor *const *inputs, int n_inputs,
-                   const tf_attr_kv *attrs, int n_attrs, tf_tensor **outputs,
-                   int *n_outputs, tf_status *st);
+TF_API tf_code tf_execute(const char *op, tf_tensor *const *inputs,
+                          int n_inputs, const tf_attr_kv *attrs, int n_attrs,
+                          tf_tensor **outputs, int *n_outputs, tf_status *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,8 +17,13 @@
 #ifndef TF_GRADIENTS_H
 #define TF_GRADIENTS_H
 
+#include "tf/export.h"
 #include "tf/graph.h"
 #include "tf/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct tf_grad {
   tf_output values;      /* dense gradient, or the rows' values; node NULL: none */
@@ -33,14 +38,19 @@ static inline bool tf_grad_is_sparse(const tf_grad *g) { return g->indices.node 
  * reach any y (no gradient, as TF's None). Errors name the node whose op
  * has no gradient function, or the dtype mismatch of a grad_y; the graph
  * is left unchanged on error. */
-tf_code tf_gradients(tf_graph *g, const tf_output *ys, int n_ys,
-                     const tf_output *xs, int n_xs, const tf_output *grad_ys,
-                     tf_output *dxs, tf_status *st);
+TF_API tf_code tf_gradients(tf_graph *g, const tf_output *ys, int n_ys,
+                            const tf_output *xs, int n_xs,
+                            const tf_output *grad_ys, tf_output *dxs,
+                            tf_status *st);
 
 /* As tf_gradients, but a gradient that is a set of rows stays sparse. */
-tf_code tf_gradients_sparse(tf_graph *g, const tf_output *ys, int n_ys,
-                            const tf_output *xs, int n_xs,
-                            const tf_output *grad_ys, tf_grad *dxs,
-                            tf_status *st);
+TF_API tf_code tf_gradients_sparse(tf_graph *g, const tf_output *ys, int n_ys,
+                                   const tf_output *xs, int n_xs,
+                                   const tf_output *grad_ys, tf_grad *dxs,
+                                   tf_status *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

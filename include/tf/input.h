@@ -29,10 +29,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tf/export.h"
 #include "tf/graph.h"
 #include "tf/session.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- record files --------------------------------------------------------- */
 
@@ -48,8 +53,8 @@ typedef enum tf_compression {
 
 /* Parses TensorFlow's compression_type strings "", "ZLIB", "GZIP" (and
  * "NONE"); INVALID_ARGUMENT naming the string otherwise. */
-tf_code tf_compression_from_name(const char *name, tf_compression *out,
-                                 tf_status *st);
+TF_API tf_code tf_compression_from_name(const char *name, tf_compression *out,
+                                        tf_status *st);
 
 typedef enum tf_record_format {
   TF_RECORD_TFRECORD = 0,
@@ -70,52 +75,54 @@ typedef struct tf_record_options {
 } tf_record_options;
 
 /* Options for an IDX file with any element type and record shape. */
-tf_record_options tf_record_options_idx(void);
+TF_API tf_record_options tf_record_options_idx(void);
 
 typedef struct tf_record_reader tf_record_reader;
 
 /* Opens path for sequential reading. NOT_FOUND (or PERMISSION_DENIED, ...)
  * naming the path; for IDX the header is read and checked here (DATA_LOSS
  * naming path and offset), and an uncompressed file's size must match it. */
-tf_code tf_record_reader_open(const char *path, const tf_record_options *o,
-                              tf_record_reader **out, tf_status *st);
+TF_API tf_code tf_record_reader_open(const char *path,
+                                     const tf_record_options *o,
+                                     tf_record_reader **out, tf_status *st);
 /* The next record: *data (valid until the next call or close) and *len.
  * OUT_OF_RANGE at the clean end of the file; DATA_LOSS naming path and
  * offset when the file is damaged (after which every call repeats it). */
-tf_code tf_record_reader_next(tf_record_reader *r, const void **data,
-                              size_t *len, tf_status *st);
+TF_API tf_code tf_record_reader_next(tf_record_reader *r, const void **data,
+                                     size_t *len, tf_status *st);
 /* Records returned so far. */
-int64_t tf_record_reader_index(const tf_record_reader *r);
+TF_API int64_t tf_record_reader_index(const tf_record_reader *r);
 /* Byte offset where the last returned record starts (its header for
  * TFRecord: TensorFlow's key "file:offset"); of the decompressed data for a
  * compressed file. */
-int64_t tf_record_reader_offset(const tf_record_reader *r);
+TF_API int64_t tf_record_reader_offset(const tf_record_reader *r);
 /* IDX: the declared record count, element type and record dims; TFRecord:
  * -1, TF_STRING and NULL. */
-int64_t tf_record_reader_count(const tf_record_reader *r);
-tf_dtype tf_record_reader_dtype(const tf_record_reader *r);
-const tf_shape *tf_record_reader_record_shape(const tf_record_reader *r);
-const char *tf_record_reader_path(const tf_record_reader *r);
-void tf_record_reader_close(tf_record_reader *r); /* NULL-safe */
+TF_API int64_t tf_record_reader_count(const tf_record_reader *r);
+TF_API tf_dtype tf_record_reader_dtype(const tf_record_reader *r);
+TF_API const tf_shape *tf_record_reader_record_shape(const tf_record_reader *r);
+TF_API const char *tf_record_reader_path(const tf_record_reader *r);
+TF_API void tf_record_reader_close(tf_record_reader *r); /* NULL-safe */
 
 /* A whole IDX file as one tensor of its element type and dims (multi-byte
  * elements converted from big-endian), e.g. uint8 [60000, 28, 28]. o may be
  * NULL (any type and shape; compression AUTO); its format must be IDX. */
-tf_code tf_idx_load(const char *path, const tf_record_options *o,
-                    tf_tensor **out, tf_status *st);
+TF_API tf_code tf_idx_load(const char *path, const tf_record_options *o,
+                           tf_tensor **out, tf_status *st);
 
 typedef struct tf_tfrecord_writer tf_tfrecord_writer;
 
 /* Creates (or truncates) path for writing TFRecords; compression NONE
  * (AUTO means NONE), ZLIB or GZIP. Errors name the path. */
-tf_code tf_tfrecord_writer_open(const char *path, tf_compression compression,
-                                tf_tfrecord_writer **out, tf_status *st);
+TF_API tf_code tf_tfrecord_writer_open(const char *path,
+                                       tf_compression compression,
+                                       tf_tfrecord_writer **out, tf_status *st);
 /* Appends one record of len bytes. */
-tf_code tf_tfrecord_writer_write(tf_tfrecord_writer *w, const void *data,
-                                 size_t len, tf_status *st);
+TF_API tf_code tf_tfrecord_writer_write(tf_tfrecord_writer *w, const void *data,
+                                        size_t len, tf_status *st);
 /* Finishes the compressed stream, flushes, closes and frees w (always,
  * also on error). Returns the first write error. NULL-safe. */
-tf_code tf_tfrecord_writer_close(tf_tfrecord_writer *w, tf_status *st);
+TF_API tf_code tf_tfrecord_writer_close(tf_tfrecord_writer *w, tf_status *st);
 
 /* ---- queue runners ---------------------------------------------------------- */
 
@@ -141,32 +148,32 @@ typedef struct tf_queue_runner_options {
 typedef struct tf_queue_runner tf_queue_runner;
 
 /* A stopped runner (copies o). INVALID_ARGUMENT when o has no target. */
-tf_queue_runner *tf_queue_runner_new(const tf_queue_runner_options *o,
-                                     tf_status *st);
+TF_API tf_queue_runner *tf_queue_runner_new(const tf_queue_runner_options *o,
+                                            tf_status *st);
 /* Starts the threads on s (which must outlive the runner's threads). Each
  * thread runs its target until: the run ends with OUT_OF_RANGE or
  * CANCELLED (its queue, or the queue it reads from, was closed): the
  * thread ends quietly; any other error: kept (the first one wins), the
  * runner stops every thread as by request_stop; a stop request. A runner
  * starts once: FAILED_PRECONDITION after. */
-tf_code tf_queue_runner_start(tf_queue_runner *r, tf_session *s,
-                              tf_status *st);
+TF_API tf_code tf_queue_runner_start(tf_queue_runner *r, tf_session *s,
+                                     tf_status *st);
 /* Asks the threads to end and runs the cancel target (its error, if any,
  * is ignored: the queue may be gone). Does not wait; safe to repeat. */
-void tf_queue_runner_request_stop(tf_queue_runner *r);
+TF_API void tf_queue_runner_request_stop(tf_queue_runner *r);
 /* Waits up to timeout_ms (< 0: forever) for every thread to end.
  * DEADLINE_EXCEEDED saying how many threads still run; else the first
  * error of a thread (OK when none). */
-tf_code tf_queue_runner_join(tf_queue_runner *r, int64_t timeout_ms,
-                             tf_status *st);
+TF_API tf_code tf_queue_runner_join(tf_queue_runner *r, int64_t timeout_ms,
+                                    tf_status *st);
 /* The first error so far (OK when none), without waiting. */
-tf_code tf_queue_runner_status(tf_queue_runner *r, tf_status *st);
+TF_API tf_code tf_queue_runner_status(tf_queue_runner *r, tf_status *st);
 /* Whether the runner was started and all its threads have ended. */
-bool tf_queue_runner_done(tf_queue_runner *r);
+TF_API bool tf_queue_runner_done(tf_queue_runner *r);
 /* Successful runs so far. */
-int64_t tf_queue_runner_runs(tf_queue_runner *r);
+TF_API int64_t tf_queue_runner_runs(tf_queue_runner *r);
 /* Requests stop, joins (waiting as long as it takes) and frees. NULL-safe. */
-void tf_queue_runner_free(tf_queue_runner *r);
+TF_API void tf_queue_runner_free(tf_queue_runner *r);
 
 /* ---- decoding ------------------------------------------------------------------ */
 
@@ -190,15 +197,17 @@ typedef struct tf_decode_spec {
  * [n] + shape tensor. INVALID_ARGUMENT naming the problem (a bad spec, or
  * the node's own check). At run time a record of the wrong length fails
  * the step with INVALID_ARGUMENT naming it. */
-tf_code tf_decode_records(tf_graph *g, tf_output values,
-                          const tf_decode_spec *spec, tf_output *out,
-                          tf_status *st);
+TF_API tf_code tf_decode_records(tf_graph *g, tf_output values,
+                                 const tf_decode_spec *spec, tf_output *out,
+                                 tf_status *st);
 /* IDX images of uint8 pixels as float32 [n, rows * cols] in [0, 1]. */
-tf_code tf_decode_idx_images(tf_graph *g, tf_output values, int64_t pixels,
-                             tf_output *out, tf_status *st);
+TF_API tf_code tf_decode_idx_images(tf_graph *g, tf_output values,
+                                    int64_t pixels, tf_output *out,
+                                    tf_status *st);
 /* IDX labels of one uint8 each as dtype (int32 or int64) [n]. */
-tf_code tf_decode_idx_labels(tf_graph *g, tf_output values, tf_dtype dtype,
-                             tf_output *out, tf_status *st);
+TF_API tf_code tf_decode_idx_labels(tf_graph *g, tf_output values,
+                                    tf_dtype dtype, tf_output *out,
+                                    tf_status *st);
 
 /* ---- pipelines ------------------------------------------------------------------- */
 
@@ -215,9 +224,9 @@ typedef struct tf_input_source {
  * files[0] (uint8 rows x cols records) as float32 [rows * cols] in [0, 1],
  * src[1] the labels of files[1] (one uint8 each) as label_dtype []. The
  * sources point into files, which must outlive their use. */
-void tf_input_idx_image_sources(const char *const files[2], int64_t rows,
-                                int64_t cols, tf_dtype label_dtype,
-                                tf_input_source src[2]);
+TF_API void tf_input_idx_image_sources(const char *const files[2], int64_t rows,
+                                       int64_t cols, tf_dtype label_dtype,
+                                       tf_input_source src[2]);
 
 typedef struct tf_input_options {
   const char *name;         /* name scope of the nodes; NULL: "input" */
@@ -250,27 +259,32 @@ typedef struct tf_input_pipeline tf_input_pipeline;
  * example queue, its enqueue and a QueueDequeueMany of batch_size.
  * INVALID_ARGUMENT naming the bad option (checked before any node is
  * added); errors of node building (the nodes added so far stay in g). */
-tf_input_pipeline *tf_input_pipeline_new(tf_graph *g, const tf_input_options *o,
-                                         tf_status *st);
+TF_API tf_input_pipeline *tf_input_pipeline_new(tf_graph *g,
+                                                const tf_input_options *o,
+                                                tf_status *st);
 /* Batch component i (one per source): [batch_size] + decode.shape. Every
  * run that uses one of them dequeues one batch (all components together);
  * after num_epochs that run fails with OUT_OF_RANGE (the examples left,
  * fewer than a batch, are dropped). */
-tf_output tf_input_pipeline_output(const tf_input_pipeline *p, int i);
+TF_API tf_output tf_input_pipeline_output(const tf_input_pipeline *p, int i);
 /* Starts the queue runners on s, a session of the graph the pipeline was
  * built in (s must outlive the pipeline's runners). Once per pipeline. */
-tf_code tf_input_pipeline_start(tf_input_pipeline *p, tf_session *s,
-                                tf_status *st);
+TF_API tf_code tf_input_pipeline_start(tf_input_pipeline *p, tf_session *s,
+                                       tf_status *st);
 /* The first error of the pipeline's threads so far (a damaged file:
  * DATA_LOSS naming it), OK when none. A training loop that gets
  * OUT_OF_RANGE checks this: OK means the epochs ended normally. */
-tf_code tf_input_pipeline_status(tf_input_pipeline *p, tf_status *st);
+TF_API tf_code tf_input_pipeline_status(tf_input_pipeline *p, tf_status *st);
 /* Stops the runners (releasing blocked threads) and waits up to
  * timeout_ms (< 0: forever) for them; returns the first error of a thread,
  * or DEADLINE_EXCEEDED. */
-tf_code tf_input_pipeline_stop(tf_input_pipeline *p, int64_t timeout_ms,
-                               tf_status *st);
+TF_API tf_code tf_input_pipeline_stop(tf_input_pipeline *p, int64_t timeout_ms,
+                                      tf_status *st);
 /* Stops (waiting as long as it takes) and frees. NULL-safe. */
-void tf_input_pipeline_free(tf_input_pipeline *p);
+TF_API void tf_input_pipeline_free(tf_input_pipeline *p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

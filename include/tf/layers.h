@@ -26,8 +26,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tf/export.h"
 #include "tf/graph.h"
 #include "tf/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct tf_layers tf_layers;
 
@@ -60,26 +65,38 @@ typedef struct tf_initializer {
   int64_t seed;  /* random kinds: op seed; 0 = the context's next */
 } tf_initializer;
 
+/* Constructors of tf_initializer values (plain assignments, so the header
+ * is also valid C++). */
+static inline tf_initializer tf__init_make(tf_init_kind kind, double value,
+                                           double mean, double stddev,
+                                           int64_t seed) {
+  tf_initializer i;
+  i.kind = kind;
+  i.value = value;
+  i.mean = mean;
+  i.stddev = stddev;
+  i.seed = seed;
+  return i;
+}
 static inline tf_initializer tf_init_zeros(void) {
-  return (tf_initializer){.kind = TF_INIT_ZEROS};
+  return tf__init_make(TF_INIT_ZEROS, 0, 0, 0, 0);
 }
 static inline tf_initializer tf_init_ones(void) {
-  return (tf_initializer){.kind = TF_INIT_ONES};
+  return tf__init_make(TF_INIT_ONES, 0, 0, 0, 0);
 }
 static inline tf_initializer tf_init_constant(double value) {
-  return (tf_initializer){.kind = TF_INIT_CONSTANT, .value = value};
+  return tf__init_make(TF_INIT_CONSTANT, value, 0, 0, 0);
 }
 static inline tf_initializer tf_init_glorot_uniform(int64_t seed) {
-  return (tf_initializer){.kind = TF_INIT_GLOROT_UNIFORM, .seed = seed};
+  return tf__init_make(TF_INIT_GLOROT_UNIFORM, 0, 0, 0, seed);
 }
 static inline tf_initializer tf_init_he_normal(int64_t seed) {
-  return (tf_initializer){.kind = TF_INIT_HE_NORMAL, .seed = seed};
+  return tf__init_make(TF_INIT_HE_NORMAL, 0, 0, 0, seed);
 }
 static inline tf_initializer tf_init_truncated_normal(double mean,
                                                       double stddev,
                                                       int64_t seed) {
-  return (tf_initializer){.kind = TF_INIT_TRUNCATED_NORMAL, .mean = mean,
-                          .stddev = stddev, .seed = seed};
+  return tf__init_make(TF_INIT_TRUNCATED_NORMAL, 0, mean, stddev, seed);
 }
 
 /* A variable the context created. Strings are owned by the context. */
@@ -97,10 +114,10 @@ typedef struct tf_layer_var {
 
 /* A context building into g (which must outlive it) with graph-level seed
  * `seed` (0: unseeded unless an op seed is given). Aborts on OOM only. */
-tf_layers *tf_layers_new(tf_graph *g, int64_t seed);
+TF_API tf_layers *tf_layers_new(tf_graph *g, int64_t seed);
 /* Frees the context (not the graph's nodes). NULL-safe. */
-void tf_layers_free(tf_layers *l);
-tf_graph *tf_layers_graph(const tf_layers *l);
+TF_API void tf_layers_free(tf_layers *l);
+TF_API tf_graph *tf_layers_graph(const tf_layers *l);
 
 /* Adds a variable `name` (under the current scope) of fully defined shape
  * and float32/float64 dtype (also int32/int64 for ZEROS, ONES, CONSTANT),
@@ -108,27 +125,29 @@ tf_graph *tf_layers_graph(const tf_layers *l);
  * and its Assign "<name>/Assign", and records it. *out gets the ref
  * output. ALREADY_EXISTS when the name is taken, INVALID_ARGUMENT for a
  * bad shape, dtype, initializer or stddev. */
-tf_code tf_layers_variable(tf_layers *l, const char *name, tf_shape shape,
-                           tf_dtype dtype, const tf_initializer *init,
-                           bool trainable, tf_output *out, tf_status *st);
+TF_API tf_code tf_layers_variable(tf_layers *l, const char *name,
+                                  tf_shape shape, tf_dtype dtype,
+                                  const tf_initializer *init, bool trainable,
+                                  tf_output *out, tf_status *st);
 
 /* A NoOp node `name` (NULL: "init", made unique) with a control input on
  * the Assign of every variable created so far: run it as a target once
  * before training. INVALID_ARGUMENT when there is no variable. */
-tf_node *tf_layers_init_op(tf_layers *l, const char *name, tf_status *st);
+TF_API tf_node *tf_layers_init_op(tf_layers *l, const char *name,
+                                  tf_status *st);
 
 /* Variables in creation order; i in [0, tf_layers_num_vars). */
-int tf_layers_num_vars(const tf_layers *l);
-const tf_layer_var *tf_layers_var(const tf_layers *l, int i);
+TF_API int tf_layers_num_vars(const tf_layers *l);
+TF_API const tf_layer_var *tf_layers_var(const tf_layers *l, int i);
 /* Writes the ref outputs of the trainable variables, in creation order,
  * to vars[0..max) and returns how many there are (may exceed max; vars
  * may be NULL when max is 0). */
-int tf_layers_trainable(const tf_layers *l, tf_output *vars, int max);
+TF_API int tf_layers_trainable(const tf_layers *l, tf_output *vars, int max);
 /* The exact number of trainable parameters (sum of element counts). */
-int64_t tf_layers_num_params(const tf_layers *l);
+TF_API int64_t tf_layers_num_params(const tf_layers *l);
 /* Prints one line per trainable variable (name, shape, count) and the
  * total as the last line "Total trainable parameters: N". */
-void tf_layers_print_params(const tf_layers *l, FILE *f);
+TF_API void tf_layers_print_params(const tf_layers *l, FILE *f);
 
 /* ---- layers -------------------------------------------------------------
  * name NULL gives TF's default scope name (shown per function), made
@@ -136,44 +155,48 @@ void tf_layers_print_params(const tf_layers *l, FILE *f);
 
 /* act(x) as one node (TF_ACT_NONE: *out = x, no node); name NULL: the op's
  * name in the current scope ("Relu"). x must be floating. */
-tf_code tf_layer_activation(tf_layers *l, tf_output x, tf_activation act,
-                            const char *name, tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_activation(tf_layers *l, tf_output x, tf_activation act,
+                                   const char *name, tf_output *out,
+                                   tf_status *st);
 
 /* act(x @ kernel + bias) for x [batch, in] (in known), kernel [in, units]
  * from kernel_init (NULL: Glorot uniform), bias [units] from bias_init
  * (NULL: zeros) unless use_bias is false. MatMul, BiasAdd, activation.
  * Scope "dense". */
-tf_code tf_layer_dense(tf_layers *l, tf_output x, int64_t units,
-                       tf_activation act, bool use_bias,
-                       const tf_initializer *kernel_init,
-                       const tf_initializer *bias_init, const char *name,
-                       tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_dense(tf_layers *l, tf_output x, int64_t units,
+                              tf_activation act, bool use_bias,
+                              const tf_initializer *kernel_init,
+                              const tf_initializer *bias_init, const char *name,
+                              tf_output *out, tf_status *st);
 
 /* act(conv2d(x, kernel) + bias) for NHWC x [batch, h, w, cin] (cin
  * known), kernel [kernel_h, kernel_w, cin, filters], strides (stride_h,
  * stride_w), padding "SAME" or "VALID". Initializers as tf_layer_dense.
  * Conv2D, BiasAdd, activation. Scope "conv2d". */
-tf_code tf_layer_conv2d(tf_layers *l, tf_output x, int64_t filters,
-                        int kernel_h, int kernel_w, int stride_h,
-                        int stride_w, const char *padding, tf_activation act,
-                        bool use_bias, const tf_initializer *kernel_init,
-                        const tf_initializer *bias_init, const char *name,
-                        tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_conv2d(tf_layers *l, tf_output x, int64_t filters,
+                               int kernel_h, int kernel_w, int stride_h,
+                               int stride_w, const char *padding,
+                               tf_activation act, bool use_bias,
+                               const tf_initializer *kernel_init,
+                               const tf_initializer *bias_init,
+                               const char *name, tf_output *out, tf_status *st);
 
 /* Max / mean over pool_h x pool_w windows of NHWC x, moved by the
  * strides, padding "SAME" or "VALID" (the mean counts only elements
  * inside the input). Scopes "max_pooling2d" / "average_pooling2d". */
-tf_code tf_layer_max_pool(tf_layers *l, tf_output x, int pool_h, int pool_w,
-                          int stride_h, int stride_w, const char *padding,
-                          const char *name, tf_output *out, tf_status *st);
-tf_code tf_layer_avg_pool(tf_layers *l, tf_output x, int pool_h, int pool_w,
-                          int stride_h, int stride_w, const char *padding,
-                          const char *name, tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_max_pool(tf_layers *l, tf_output x, int pool_h,
+                                 int pool_w, int stride_h, int stride_w,
+                                 const char *padding, const char *name,
+                                 tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_avg_pool(tf_layers *l, tf_output x, int pool_h,
+                                 int pool_w, int stride_h, int stride_w,
+                                 const char *padding, const char *name,
+                                 tf_output *out, tf_status *st);
 
 /* x [batch, d1, ..., dk] (d1..dk known) reshaped to [batch, d1*...*dk].
  * Scope "flatten". */
-tf_code tf_layer_flatten(tf_layers *l, tf_output x, const char *name,
-                         tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_flatten(tf_layers *l, tf_output x, const char *name,
+                                tf_output *out, tf_status *st);
 
 /* Inverted dropout: each element is kept with probability 1 - rate and
  * scaled by 1 / (1 - rate), else zeroed, from a seeded RandomUniform
@@ -182,23 +205,24 @@ tf_code tf_layer_flatten(tf_layers *l, tf_output x, const char *name,
  * rate 0) gives *out = x with no node. Otherwise training is a scalar
  * bool tensor: dropout applies in the steps where it is true and is the
  * exact identity where it is false. Scope "dropout". */
-tf_code tf_layer_dropout(tf_layers *l, tf_output x, double rate,
-                         tf_output training, bool active, int64_t seed,
-                         const char *name, tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_dropout(tf_layers *l, tf_output x, double rate,
+                                tf_output training, bool active, int64_t seed,
+                                const char *name, tf_output *out,
+                                tf_status *st);
 
 /* Rows of params (usually a variable's ref output, [vocab, ...]) at the
  * int32/int64 ids: one Gather, so that the gradient with respect to the
  * variable stays sparse (tf_gradients_sparse). Node "embedding_lookup"
  * when name is NULL. */
-tf_code tf_layer_embedding_lookup(tf_layers *l, tf_output params,
-                                  tf_output ids, const char *name,
-                                  tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_embedding_lookup(tf_layers *l, tf_output params,
+                                         tf_output ids, const char *name,
+                                         tf_output *out, tf_status *st);
 /* A trainable variable "embeddings" [vocab, dim] of dtype (init NULL:
  * Glorot uniform) and its lookup at ids. Scope "embedding". */
-tf_code tf_layer_embedding(tf_layers *l, tf_output ids, int64_t vocab,
-                           int64_t dim, tf_dtype dtype,
-                           const tf_initializer *init, const char *name,
-                           tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_embedding(tf_layers *l, tf_output ids, int64_t vocab,
+                                  int64_t dim, tf_dtype dtype,
+                                  const tf_initializer *init, const char *name,
+                                  tf_output *out, tf_status *st);
 
 /* ---- losses and metrics --------------------------------------------------- */
 
@@ -206,29 +230,34 @@ tf_code tf_layer_embedding(tf_layers *l, tf_output ids, int64_t vocab,
  * against one-hot (or any distribution) labels [B, C] of logits' dtype:
  * SoftmaxCrossEntropyWithLogits + Mean. Scope
  * "softmax_cross_entropy_loss". */
-tf_code tf_layer_softmax_cross_entropy(tf_layers *l, tf_output logits,
-                                       tf_output labels, const char *name,
-                                       tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_softmax_cross_entropy(tf_layers *l, tf_output logits,
+                                              tf_output labels,
+                                              const char *name, tf_output *out,
+                                              tf_status *st);
 /* The same against int32/int64 class indices labels [B] in [0, C):
  * SparseSoftmaxCrossEntropyWithLogits + Mean. Scope
  * "sparse_softmax_cross_entropy_loss". */
-tf_code tf_layer_sparse_softmax_cross_entropy(tf_layers *l, tf_output logits,
-                                              tf_output labels,
-                                              const char *name,
-                                              tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_sparse_softmax_cross_entropy(
+    tf_layers *l, tf_output logits, tf_output labels, const char *name,
+    tf_output *out, tf_status *st);
 
 /* scale * sum_i L2Loss(vars[i]) = scale * sum_i sum(v_i^2) / 2 (TF's
  * l2_regularizer). vars NULL: the context's trainable variables of rank
  * >= 2 (kernels and embeddings, not biases). All of one dtype. Scope
  * "l2_regularizer". */
-tf_code tf_layer_l2_regularizer(tf_layers *l, const tf_output *vars, int n,
-                                double scale, const char *name,
-                                tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_l2_regularizer(tf_layers *l, const tf_output *vars,
+                                       int n, double scale, const char *name,
+                                       tf_output *out, tf_status *st);
 
 /* Fraction (float32 scalar) of rows whose largest logit is at the label:
  * labels are class indices [B] (int32/int64) or one-hot rows [B, C] of a
  * floating dtype. ArgMax, Equal, Cast, Mean. Scope "accuracy". */
-tf_code tf_layer_accuracy(tf_layers *l, tf_output logits, tf_output labels,
-                          const char *name, tf_output *out, tf_status *st);
+TF_API tf_code tf_layer_accuracy(tf_layers *l, tf_output logits,
+                                 tf_output labels, const char *name,
+                                 tf_output *out, tf_status *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

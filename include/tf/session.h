@@ -17,9 +17,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tf/export.h"
 #include "tf/graph.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct tf_session tf_session;
 
@@ -57,23 +62,23 @@ typedef struct tf_run_metadata {
 } tf_run_metadata;
 
 /* Frees the metadata's arrays (NULL-safe) and zeroes it. */
-void tf_run_metadata_fini(tf_run_metadata *m);
+TF_API void tf_run_metadata_fini(tf_run_metadata *m);
 
 /* A session on a copy of g's nodes (g may be NULL: an empty graph). The
  * session remembers g: nodes added to g later are picked up by
  * tf_session_extend and, automatically, by Run, so g must outlive the
  * session unless it was NULL (as in TensorFlow's C API). opts may be NULL
  * (defaults). */
-tf_session *tf_session_new(tf_graph *g, const tf_session_options *opts,
-                           tf_status *st);
+TF_API tf_session *tf_session_new(tf_graph *g, const tf_session_options *opts,
+                                  tf_status *st);
 
 /* Adds the nodes appended to the session's graph since the last extend.
  * A node already in the session may not change. */
-tf_code tf_session_extend(tf_session *s, tf_status *st);
+TF_API tf_code tf_session_extend(tf_session *s, tf_status *st);
 /* Adds nodes given as definitions (what a remote client sends). Names must
  * be new; inputs may name nodes already in the session. */
-tf_code tf_session_extend_defs(tf_session *s, const tf_node_def *defs, int n,
-                               tf_status *st);
+TF_API tf_code tf_session_extend_defs(tf_session *s, const tf_node_def *defs,
+                                      int n, tf_status *st);
 
 /* Runs one step. Feeds are fed_names[i] -> feed_values[i] (borrowed; the
  * tensors are never written). fetch_values[i] receives a new reference for
@@ -83,28 +88,33 @@ tf_code tf_session_extend_defs(tf_session *s, const tf_node_def *defs, int n,
  * kernel's error, DEADLINE_EXCEEDED past opts->timeout_ms, CANCELLED when
  * the session is closed meanwhile. On error no fetch is returned (all
  * NULL) and the session stays usable. */
-tf_code tf_session_run(tf_session *s, const tf_run_options *opts,
-                       const char *const *feed_names,
-                       tf_tensor *const *feed_values, int n_feeds,
-                       const char *const *fetch_names, tf_tensor **fetch_values,
-                       int n_fetches, const char *const *target_names,
-                       int n_targets, tf_run_metadata *meta, tf_status *st);
+TF_API tf_code tf_session_run(tf_session *s, const tf_run_options *opts,
+                              const char *const *feed_names,
+                              tf_tensor *const *feed_values, int n_feeds,
+                              const char *const *fetch_names,
+                              tf_tensor **fetch_values, int n_fetches,
+                              const char *const *target_names, int n_targets,
+                              tf_run_metadata *meta, tf_status *st);
 
 /* Drops the variables and queues of the named containers ("" is the
  * default container; n == 0 resets the default container). Queues are
  * closed first, so steps blocked on them end. */
-tf_code tf_session_reset(tf_session *s, const char *const *containers, int n,
-                         tf_status *st);
+TF_API tf_code tf_session_reset(tf_session *s, const char *const *containers,
+                                int n, tf_status *st);
 
 /* Cancels running steps (CANCELLED "session closed"), waits for them and
  * closes queues; later Runs fail with FAILED_PRECONDITION. Idempotent. */
-tf_code tf_session_close(tf_session *s, tf_status *st);
+TF_API tf_code tf_session_close(tf_session *s, tf_status *st);
 /* Closes (if needed) and frees. NULL-safe. */
-void tf_session_free(tf_session *s);
+TF_API void tf_session_free(tf_session *s);
 
 /* The session's own graph (read-only; valid until the next extend). */
-const tf_graph *tf_session_graph(const tf_session *s);
+TF_API const tf_graph *tf_session_graph(const tf_session *s);
 /* Number of executors in the signature cache (for tests and tools). */
-int tf_session_cache_size(tf_session *s);
+TF_API int tf_session_cache_size(tf_session *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tf/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TF_CODE_MAP(X)                                                         \
   X(OK, 0)                                                                     \
   X(CANCELLED, 1)                                                              \
@@ -44,25 +50,29 @@ typedef struct tf_status {
 } tf_status;
 
 /* Sets *st to OK. */
-void tf_status_init(tf_status *st);
+TF_API void tf_status_init(tf_status *st);
 
 /* Sets code and printf-style message; returns code. st may be NULL, in
  * which case only code is returned. Setting TF_OK clears the message. */
-tf_code tf_status_set(tf_status *st, tf_code code, const char *fmt, ...)
+TF_API tf_code tf_status_set(tf_status *st, tf_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Prepends "<context>: " to the message of a non-OK status (no-op when OK or
  * st is NULL); returns st's code (TF_OK for NULL). Used to add the node or
  * file an error came from as it travels up. */
-tf_code tf_status_prefix(tf_status *st, const char *fmt, ...)
+TF_API tf_code tf_status_prefix(tf_status *st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* "INVALID_ARGUMENT" etc.; "UNKNOWN_CODE" for values out of range. */
-const char *tf_code_name(tf_code code);
+TF_API const char *tf_code_name(tf_code code);
 
 /* Parses a name produced by tf_code_name; returns false if unknown. */
-bool tf_code_from_name(const char *name, tf_code *out);
+TF_API bool tf_code_from_name(const char *name, tf_code *out);
 
 static inline bool tf_status_ok(const tf_status *st) { return st->code == 0; }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

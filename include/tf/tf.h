@@ -1,4 +1,5 @@
-/* tf.h: the public C API in one include. */
+/* tf.h: the public C API in one include. Usable from C11 and C++ (every
+ * header has extern "C" guards); docs/c-api.md has the rules. */
 #ifndef TF_TF_H
 #define TF_TF_H
 
@@ -7,6 +8,7 @@
 #include "tf/control_flow.h"
 #include "tf/dtype.h"
 #include "tf/eager.h"
+#include "tf/export.h"
 #include "tf/gradients.h"
 #include "tf/graph.h"
 #include "tf/input.h"
@@ -16,5 +18,6 @@
 #include "tf/status.h"
 #include "tf/tensor.h"
 #include "tf/train.h"
+#include "tf/version.h"
 
 #endif

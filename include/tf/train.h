@@ -27,9 +27,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tf/export.h"
 #include "tf/gradients.h"
 #include "tf/graph.h"
 #include "tf/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- variables ------------------------------------------------------------
  * (The layers API, tf/layers.h, has its own context-bound variables; these
@@ -44,21 +49,21 @@ typedef struct tf_var {
  * "<name>/Assign" of init_value (dtype `dtype`; its inferred shape must
  * fit). INVALID_ARGUMENT for a bad shape or dtype, ALREADY_EXISTS when the
  * name is taken; the graph is unchanged on error. */
-tf_code tf_variable_create(tf_graph *g, const char *name, tf_shape shape,
-                           tf_dtype dtype, tf_output init_value, tf_var *out,
-                           tf_status *st);
+TF_API tf_code tf_variable_create(tf_graph *g, const char *name, tf_shape shape,
+                                  tf_dtype dtype, tf_output init_value,
+                                  tf_var *out, tf_status *st);
 
 /* A NoOp `name` (NULL: "init", made unique) with a control input on the
  * initializer of every variable of g: each Assign named "<v>/Assign" whose
  * ref input is VariableV2 <v> (the form made here, by the optimizers and
  * by tf/layers.h). INVALID_ARGUMENT when g has none. */
-tf_node *tf_global_variables_initializer(tf_graph *g, const char *name,
-                                         tf_status *st);
+TF_API tf_node *tf_global_variables_initializer(tf_graph *g, const char *name,
+                                                tf_status *st);
 
 /* The int64 scalar variable "global_step": found when g has a VariableV2
  * of that name (it must be an int32/int64 scalar), else created with its
  * initializer "global_step/Assign" of 0. */
-tf_code tf_global_step(tf_graph *g, tf_output *out, tf_status *st);
+TF_API tf_code tf_global_step(tf_graph *g, tf_output *out, tf_status *st);
 
 /* ---- optimizers ----------------------------------------------------------- */
 
@@ -92,21 +97,21 @@ typedef struct tf_optimizer_options {
 typedef struct tf_optimizer tf_optimizer;
 
 /* TF1's defaults for kind (learning_rate 0.01 where TF requires one). */
-tf_optimizer_options tf_optimizer_defaults(tf_optimizer_kind kind);
+TF_API tf_optimizer_options tf_optimizer_defaults(tf_optimizer_kind kind);
 /* An optimizer of kind with options o (NULL: the defaults). It builds into
  * one graph (bound on first use). Aborts on OOM only. */
-tf_optimizer *tf_optimizer_new(tf_optimizer_kind kind,
-                               const tf_optimizer_options *o);
+TF_API tf_optimizer *tf_optimizer_new(tf_optimizer_kind kind,
+                                      const tf_optimizer_options *o);
 /* Shorthands with the remaining options at their defaults. */
-tf_optimizer *tf_optimizer_gradient_descent(double learning_rate);
-tf_optimizer *tf_optimizer_momentum(double learning_rate, double momentum,
-                                    bool use_nesterov);
-tf_optimizer *tf_optimizer_adagrad(double learning_rate);
-tf_optimizer *tf_optimizer_adadelta(double learning_rate);
-tf_optimizer *tf_optimizer_rmsprop(double learning_rate);
-tf_optimizer *tf_optimizer_adam(double learning_rate);
+TF_API tf_optimizer *tf_optimizer_gradient_descent(double learning_rate);
+TF_API tf_optimizer *tf_optimizer_momentum(double learning_rate,
+                                           double momentum, bool use_nesterov);
+TF_API tf_optimizer *tf_optimizer_adagrad(double learning_rate);
+TF_API tf_optimizer *tf_optimizer_adadelta(double learning_rate);
+TF_API tf_optimizer *tf_optimizer_rmsprop(double learning_rate);
+TF_API tf_optimizer *tf_optimizer_adam(double learning_rate);
 /* Frees the optimizer (not the graph's nodes). NULL-safe. */
-void tf_optimizer_free(tf_optimizer *o);
+TF_API void tf_optimizer_free(tf_optimizer *o);
 
 /* Adds the update of every vars[i] (a float32/float64 VariableV2 ref
  * output with a fully defined shape) by grads[i] (dense, of the
@@ -117,31 +122,32 @@ void tf_optimizer_free(tf_optimizer *o);
  * run it as a target once per training step. INVALID_ARGUMENT when no
  * variable has a gradient, for a variable that is not one, a dtype or
  * shape mismatch, or an optimizer bound to another graph. */
-tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
-                                      const tf_output *vars,
-                                      const tf_grad *grads, int n,
-                                      tf_output global_step, const char *name,
-                                      tf_status *st);
+TF_API tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
+                                             const tf_output *vars,
+                                             const tf_grad *grads, int n,
+                                             tf_output global_step,
+                                             const char *name, tf_status *st);
 
 /* tf_gradients_sparse(loss, vars) then apply_gradients; vars that loss
  * does not depend on are skipped (none at all: INVALID_ARGUMENT). */
-tf_node *tf_optimizer_minimize(tf_optimizer *o, tf_graph *g, tf_output loss,
-                               const tf_output *vars, int n,
-                               tf_output global_step, const char *name,
-                               tf_status *st);
+TF_API tf_node *tf_optimizer_minimize(tf_optimizer *o, tf_graph *g,
+                                      tf_output loss, const tf_output *vars,
+                                      int n, tf_output global_step,
+                                      const char *name, tf_status *st);
 
 /* A NoOp `name` (NULL: "<Optimizer>_init", made unique) over the
  * initializers of every slot and Adam power the optimizer created.
  * INVALID_ARGUMENT when it created none (SGD never does). */
-tf_node *tf_optimizer_init_op(tf_optimizer *o, const char *name,
-                              tf_status *st);
+TF_API tf_node *tf_optimizer_init_op(tf_optimizer *o, const char *name,
+                                     tf_status *st);
 
 /* The ref output of var's slot `slot` (TF's get_slot names: "momentum"
  * for Momentum, "accumulator" for Adagrad, "accum" and "accum_update" for
  * Adadelta, "rms" and "momentum" for RMSProp, "m" and "v" for Adam), or
  * NOT_FOUND. */
-tf_code tf_optimizer_slot(const tf_optimizer *o, tf_output var,
-                          const char *slot, tf_output *out, tf_status *st);
+TF_API tf_code tf_optimizer_slot(const tf_optimizer *o, tf_output var,
+                                 const char *slot, tf_output *out,
+                                 tf_status *st);
 
 /* ---- gradient clipping ---------------------------------------------------- */
 
@@ -152,9 +158,9 @@ tf_code tf_optimizer_slot(const tf_optimizer *o, tf_output var,
  * all NaN when norm is infinite; *global_norm gets norm. All gradients
  * share one float dtype; clip_norm > 0. Nodes under scope
  * "clip_by_global_norm". */
-tf_code tf_clip_by_global_norm(tf_graph *g, const tf_grad *grads, int n,
-                               double clip_norm, tf_grad *out,
-                               tf_output *global_norm, tf_status *st);
+TF_API tf_code tf_clip_by_global_norm(tf_graph *g, const tf_grad *grads, int n,
+                                      double clip_norm, tf_grad *out,
+                                      tf_output *global_norm, tf_status *st);
 
 /* ---- learning-rate schedules ----------------------------------------------
  * Graph builders on global_step (any int or float scalar, cast to
@@ -163,34 +169,38 @@ tf_code tf_clip_by_global_norm(tf_graph *g, const tf_grad *grads, int n,
 
 /* learning_rate * decay_rate ^ p (p floored when staircase). Scope
  * "ExponentialDecay". */
-tf_code tf_exponential_decay(tf_graph *g, double learning_rate,
-                             tf_output global_step, double decay_steps,
-                             double decay_rate, bool staircase,
-                             tf_output *out, tf_status *st);
+TF_API tf_code tf_exponential_decay(tf_graph *g, double learning_rate,
+                                    tf_output global_step, double decay_steps,
+                                    double decay_rate, bool staircase,
+                                    tf_output *out, tf_status *st);
 
 /* learning_rate / (1 + decay_rate * p) (p floored when staircase). Scope
  * "InverseTimeDecay". */
-tf_code tf_inverse_time_decay(tf_graph *g, double learning_rate,
-                              tf_output global_step, double decay_steps,
-                              double decay_rate, bool staircase,
-                              tf_output *out, tf_status *st);
+TF_API tf_code tf_inverse_time_decay(tf_graph *g, double learning_rate,
+                                     tf_output global_step, double decay_steps,
+                                     double decay_rate, bool staircase,
+                                     tf_output *out, tf_status *st);
 
 /* (learning_rate - end) * (1 - p)^power + end with global_step capped at
  * decay_steps; with cycle, decay_steps is first multiplied by
  * ceil(global_step / decay_steps) (1 at step 0). Scope "PolynomialDecay". */
-tf_code tf_polynomial_decay(tf_graph *g, double learning_rate,
-                            tf_output global_step, double decay_steps,
-                            double end_learning_rate, double power, bool cycle,
-                            tf_output *out, tf_status *st);
+TF_API tf_code tf_polynomial_decay(tf_graph *g, double learning_rate,
+                                   tf_output global_step, double decay_steps,
+                                   double end_learning_rate, double power,
+                                   bool cycle, tf_output *out, tf_status *st);
 
 /* values[0] while x <= boundaries[0], values[i] while boundaries[i-1] < x
  * <= boundaries[i], values[n_boundaries] after: n_boundaries + 1 values.
  * x: an int32/int64/float32/float64 scalar, compared in its own dtype
  * (integer x needs integral boundaries); boundaries increasing. Scope
  * "PiecewiseConstant". */
-tf_code tf_piecewise_constant(tf_graph *g, tf_output x,
-                              const double *boundaries, int n_boundaries,
-                              const double *values, tf_output *out,
-                              tf_status *st);
+TF_API tf_code tf_piecewise_constant(tf_graph *g, tf_output x,
+                                     const double *boundaries, int n_boundaries,
+                                     const double *values, tf_output *out,
+                                     tf_status *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

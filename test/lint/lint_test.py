@@ -166,4 +166,10 @@ class LintTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    # Ends with a Check-style summary so scripts/run-tests.sh counts it.
+    result = unittest.main(exit=False).result
+    n, bad = result.testsRun, len(result.failures) + len(result.errors)
+    print("%d%%: Checks: %d, Failures: %d, Errors: %d" % (
+        100 * (n - bad) // max(n, 1), n, len(result.failures),
+        len(result.errors)))
+    sys.exit(0 if result.wasSuccessful() else 1)

@@ -7,6 +7,7 @@
  * enqueues: that is what releases a thread blocked on a full queue. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

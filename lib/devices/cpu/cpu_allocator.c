@@ -10,6 +10,7 @@
  * TF_CPU_ALLOC_CACHE_MB (default 1024) MiB and is off under ASan so that
  * use-after-free is still caught. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,16 +18,32 @@
 #include "tf/allocator.h"
 
 void tf_allocator_note_alloc(tf_allocator *a, size_t nbytes) {
-  long long now = atomic_fetch_add(&a->bytes_in_use, (long long)nbytes) +
-                  (long long)nbytes;
-  atomic_fetch_add(&a->num_allocs, 1);
-  long long peak = atomic_load(&a->peak_bytes);
-  while (now > peak && !atomic_compare_exchange_weak(&a->peak_bytes, &peak, now)) {
+  int64_t now = __atomic_add_fetch(&a->bytes_in_use, (int64_t)nbytes,
+                                   __ATOMIC_RELAXED);
+  __atomic_add_fetch(&a->num_allocs, 1, __ATOMIC_RELAXED);
+  int64_t peak = __atomic_load_n(&a->peak_bytes, __ATOMIC_RELAXED);
+  while (now > peak &&
+         !__atomic_compare_exchange_n(&a->peak_bytes, &peak, now, true,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
 }
 
 void tf_allocator_note_free(tf_allocator *a, size_t nbytes) {
-  atomic_fetch_sub(&a->bytes_in_use, (long long)nbytes);
+  __atomic_sub_fetch(&a->bytes_in_use, (int64_t)nbytes, __ATOMIC_RELAXED);
+}
+
+tf_allocator_stats tf_allocator_get_stats(const tf_allocator *a) {
+  tf_allocator_stats s;
+  s.bytes_in_use = __atomic_load_n(&a->bytes_in_use, __ATOMIC_RELAXED);
+  s.peak_bytes = __atomic_load_n(&a->peak_bytes, __ATOMIC_RELAXED);
+  s.num_allocs = __atomic_load_n(&a->num_allocs, __ATOMIC_RELAXED);
+  return s;
+}
+
+void tf_allocator_reset_peak(tf_allocator *a) {
+  __atomic_store_n(&a->peak_bytes,
+                   __atomic_load_n(&a->bytes_in_use, __ATOMIC_RELAXED),
+                   __ATOMIC_RELAXED);
 }
 
 /* Physical memory in bytes, computed once (racing first calls agree). */

@@ -3,6 +3,7 @@
  * pool sizes 1..4; small loops and nested calls run inline on the caller;
  * several threads may share one pool; back-to-back tiny jobs stay exact. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 

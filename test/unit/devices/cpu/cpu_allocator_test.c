@@ -8,9 +8,9 @@
 
 #include "test/unit/testutil.h"
 
-static long long in_use(tf_allocator *a) { return atomic_load(&a->bytes_in_use); }
-static long long peak(tf_allocator *a) { return atomic_load(&a->peak_bytes); }
-static long long count(tf_allocator *a) { return atomic_load(&a->num_allocs); }
+static long long in_use(tf_allocator *a) { return tf_allocator_get_stats(a).bytes_in_use; }
+static long long peak(tf_allocator *a) { return tf_allocator_get_stats(a).peak_bytes; }
+static long long count(tf_allocator *a) { return tf_allocator_get_stats(a).num_allocs; }
 
 START_TEST(test_identity) {
   tf_allocator *a = tf_cpu_allocator();
@@ -149,6 +149,13 @@ START_TEST(test_note_functions) {
   ck_assert(in_use(&a) == 240 && peak(&a) == 240);
   tf_allocator_note_alloc(&a, 0);
   ck_assert(in_use(&a) == 240 && count(&a) == 5);
+  /* reset_peak starts a new measurement at the bytes in use now */
+  tf_allocator_note_free(&a, 200);
+  ck_assert(in_use(&a) == 40 && peak(&a) == 240);
+  tf_allocator_reset_peak(&a);
+  ck_assert(in_use(&a) == 40 && peak(&a) == 40 && count(&a) == 5);
+  tf_allocator_note_alloc(&a, 25);
+  ck_assert(in_use(&a) == 65 && peak(&a) == 65 && count(&a) == 6);
 }
 END_TEST
 

@@ -3,6 +3,7 @@
  * threads at once, and the pool size from TF_NUM_INTRAOP_THREADS. Each test
  * runs in its own process (Check's fork mode), so each sees a first use. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

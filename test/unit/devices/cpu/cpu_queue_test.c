@@ -5,6 +5,7 @@
  * dequeue, shared queues, and producers and consumers moving 10,000
  * elements. Tests that block run with 1 and with 4 inter-op threads. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

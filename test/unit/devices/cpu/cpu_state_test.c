@@ -14,6 +14,7 @@
  * TF's default false (the kernels lock anyway); a concurrent reader only
  * sees whole snapshots; the kernels refuse to run eagerly. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
