@@ -430,10 +430,11 @@ def public_api(lint):
     followed by '(' at file scope) and extern variables."""
     names = set()
     for path in lint.files(("include/tf",), (".h",)):
-        code = c_code(lint.read(path))
+        # extern "C" { ... } (the C++ guards) is file scope too.
+        code = re.sub(r'\bextern\s*"\s*"\s*\{', " ", c_code(lint.read(path)))
         depth, top = 0, []
         for c in code:  # keep file scope only: no struct or inline bodies
-            depth += (c == "{") - (c == "}")
+            depth = max(0, depth + (c == "{") - (c == "}"))
             top.append(c if depth == 0 and c != "}" else " ")
         top = "".join(top)
         names.update(re.findall(r"\b(tf_\w+)\s*\(", top))

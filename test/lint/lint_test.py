@@ -37,9 +37,13 @@ class Tree:
         os.makedirs(os.path.join(self.root, "docs"))
         shutil.copy(os.path.join(REPO, "docs", "architecture.md"),
                     os.path.join(self.root, "docs", "architecture.md"))
+        # Shaped like the real headers: C++ guards and the export macro.
         self.write("include/tf/api.h",
                    "/* api.h: the fixture's public API, one function. */\n"
-                   "int tf_public(void);\n")
+                   "#define TF_API __attribute__((visibility(\"default\")))\n"
+                   "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
+                   "TF_API int tf_public(void);\n"
+                   "#ifdef __cplusplus\n}\n#endif\n")
         self.write("lib/core/base/base.h",
                    "/* base.h: the lowest layer of the fixture. */\n"
                    "int tf__base(void);\n")
