@@ -208,7 +208,8 @@ $(CXX_TEST_BINS): $(BUILD)/%: %.cc $(SHARED_LINKS) $(FLAGS_STAMP)
 # install; test/lint: the lint itself) run with the binaries.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) $(SHARED_LINKS) $(CMD_BINS) >/dev/null
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) $(STATIC) $(SHARED_LINKS) $(CMD_BINS) \
+	  $(if $(TESTS)$(SANITIZE),,$(BENCH_BINS) $(EXAMPLE_BINS)) >/dev/null
 	@$(MAKE) --no-print-directory test-run
 
 # lint: every rule of scripts/lint.py over the tree; the symbols rule reads
@@ -225,15 +226,21 @@ test-run: info $(STATIC) $(TEST_BINS)
 	  TF_VERSION=$(VERSION) scripts/run-tests.sh $(TEST_BINS) $(API_TESTS)
 
 BENCH_CFLAGS = $(CFLAGS) $(PKG_CFLAGS)
-$(BUILD)/bench/%: bench/%.c $(STATIC) $(FLAGS_STAMP)
+# bench_dist starts and watches the daemons with tfctl's process helpers.
+BENCH_EXTRA_OBJS = $(if $(filter bench_dist,$(notdir $@)),$(call cmd_helper_objs,tfctl))
+$(BUILD)/bench/%: bench/%.c $(STATIC) $(call cmd_helper_objs,tfctl) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LINK_TF) $(LDLIBS)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_EXTRA_OBJS) $(LINK_TF) $(LDLIBS)
 
 bench-matmul: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_matmul
 	@$(BUILD)/bench/bench_matmul
 
-# Examples: examples/<name>/<name>.c, one program each.
+# Examples: examples/<name>/<name>.c, one program each. A full make check
+# builds them and the benchmarks too, so a change that breaks their link
+# is caught without running them.
+EXAMPLE_BINS := $(patsubst %.c,$(BUILD)/%,$(wildcard examples/*/*.c))
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 $(BUILD)/examples/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LINK_TF) $(LDLIBS)
