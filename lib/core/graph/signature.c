@@ -111,6 +111,36 @@ static const char *quoted(const char *s, char *buf, size_t size) {
   return buf;
 }
 
+/* Writes v (>= 0) in decimal at p; returns the end. */
+static char *put_decimal(char *p, long long v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  while (n > 0) *p++ = digits[--n];
+  return p;
+}
+
+/* e's strings in one block: canon ("node:port", or "node" for a target,
+ * port < 0) then node. Run is on every step, so no printf here. */
+static void set_name(tf__sig_name *e, const char *node, size_t len, int port) {
+  char *b = tf__xmalloc(2 * len + 16);
+  memcpy(b, node, len);
+  char *p = b + len;
+  if (port >= 0) {
+    *p++ = ':';
+    p = put_decimal(p, port);
+  }
+  *p++ = '\0';
+  memcpy(p, node, len);
+  p[len] = '\0';
+  e->canon = b;
+  e->node = p;
+  e->port = port;
+}
+
 /* Parses one feed/fetch (target false) or target name into e. */
 static tf_code parse_name(const char *what, int i, const char *s, bool target,
                           tf__sig_name *e, tf_status *st) {
@@ -138,9 +168,7 @@ static tf_code parse_name(const char *what, int i, const char *s, bool target,
                          target ? "target ('node' or '^node')"
                                 : "tensor name ('node' or 'node:port')", why);
   }
-  e->node = tf__xstrndup(node, len);
-  e->port = port;
-  e->canon = target ? tf__xstrdup(e->node) : tf__xasprintf("%s:%d", e->node, port);
+  set_name(e, node, len, port);
   return TF_OK;
 }
 
@@ -158,8 +186,7 @@ static int cmp_entry(const void *a, const void *b) {
 }
 
 static void name_fini(tf__sig_name *e) {
-  free(e->canon);
-  free(e->node);
+  free(e->canon); /* node lives in the same block */
 }
 
 /* Builds the sorted unique set of names[0..n) into *out / *n_out and, when
@@ -168,14 +195,17 @@ static void name_fini(tf__sig_name *e) {
 static tf_code build_set(const char *what, const char *const *names, int n,
                          bool target, bool unique_only, tf__sig_name **out,
                          int *n_out, int *pos, tf_status *st) {
-  entry *e = tf__xcalloc((size_t)n + 1, sizeof *e);
+  *out = NULL;
+  *n_out = 0;
+  if (n == 0) return TF_OK;
+  entry *e = tf__xcalloc((size_t)n, sizeof *e);
   tf_code rc = TF_OK;
   for (int i = 0; i < n && rc == TF_OK; i++) {
     e[i].arg = i;
     rc = parse_name(what, i, names[i], target, &e[i].name, st);
   }
-  if (rc == TF_OK) qsort(e, (size_t)n, sizeof *e, cmp_entry);
-  tf__sig_name *set = tf__xcalloc((size_t)n + 1, sizeof *set);
+  if (rc == TF_OK && n > 1) qsort(e, (size_t)n, sizeof *e, cmp_entry);
+  tf__sig_name *set = tf__xcalloc((size_t)n, sizeof *set);
   int u = 0;
   for (int i = 0; i < n && rc == TF_OK; i++) {
     bool dup = u > 0 && strcmp(set[u - 1].canon, e[i].name.canon) == 0;
@@ -221,14 +251,19 @@ static char *make_key(const tf__sig *sig) {
   }
   char *key = tf__xmalloc(len), *p = key;
   for (int k = 0; k < 3; k++) {
-    p += snprintf(p, len - (size_t)(p - key), "%d[", counts[k]);
+    p = put_decimal(p, counts[k]);
+    *p++ = '[';
     for (int i = 0; i < counts[k]; i++) {
-      p += snprintf(p, len - (size_t)(p - key), "%zu:%s",
-                    strlen(sets[k][i].canon), sets[k][i].canon);
+      size_t l = strlen(sets[k][i].canon);
+      p = put_decimal(p, (long long)l);
+      *p++ = ':';
+      memcpy(p, sets[k][i].canon, l);
+      p += l;
     }
     *p++ = ']';
   }
   *p = '\0';
+  TF_ASSERT((size_t)(p - key) < len);
   return key;
 }
 
@@ -240,8 +275,10 @@ tf_code tf__sig_build(tf__sig *sig, const char *const *feeds, int n_feeds,
   TF_ASSERT(n_feeds >= 0 && n_fetches >= 0 && n_targets >= 0);
   TF_ASSERT((n_feeds == 0 || feeds) && (n_fetches == 0 || fetches) &&
             (n_targets == 0 || targets));
-  sig->feed_pos = tf__xcalloc((size_t)n_feeds + 1, sizeof *sig->feed_pos);
-  sig->fetch_pos = tf__xcalloc((size_t)n_fetches + 1, sizeof *sig->fetch_pos);
+  if (n_feeds > 0) sig->feed_pos = tf__xcalloc((size_t)n_feeds, sizeof *sig->feed_pos);
+  if (n_fetches > 0) {
+    sig->fetch_pos = tf__xcalloc((size_t)n_fetches, sizeof *sig->fetch_pos);
+  }
   sig->n_feed_args = n_feeds;
   sig->n_fetch_args = n_fetches;
   tf_code rc = build_set("feed", feeds, n_feeds, false, true, &sig->feeds,

@@ -37,13 +37,15 @@ const char *tf__tensor_name_split(const char *s, size_t *node_len, int *port);
 /* One name of a signature. */
 typedef struct tf__sig_name {
   char *canon;  /* "node:port" (feeds, fetches) or "node" (targets) */
-  char *node;   /* the node part */
+  char *node;   /* the node part (in canon's allocation) */
   int port;     /* -1 for targets */
 } tf__sig_name;
 
 typedef struct tf__sig {
   int n_feeds, n_fetches, n_targets;   /* unique */
-  tf__sig_name *feeds;                 /* sorted by canon (strcmp) */
+  /* Sorted by canon (strcmp); an empty set's array (and an empty
+   * position map) is NULL. */
+  tf__sig_name *feeds;
   tf__sig_name *fetches;
   tf__sig_name *targets;
   int n_feed_args, n_fetch_args;       /* as the caller gave them */
