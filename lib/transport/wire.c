@@ -85,7 +85,7 @@ struct tf_wire_writer {
 
 static void pack_header(msgpack_packer *pk, const tf_wire_header *h) {
   tf__mp_map m;
-  tf__mp_map_begin(&m, pk, h->is_reply ? 10 : 7);
+  tf__mp_map_begin(&m, pk, h->is_reply ? 14 : 11);
   tf__mp_map_key(&m, "v");
   msgpack_pack_uint64(pk, TF_WIRE_VERSION);
   tf__mp_map_key(&m, "m");
@@ -100,6 +100,14 @@ static void pack_header(msgpack_packer *pk, const tf_wire_header *h) {
   msgpack_pack_int64(pk, h->deadline_ms);
   tf__mp_map_key(&m, "auth");
   msgpack_pack_nil(pk);
+  tf__mp_map_key(&m, "from");
+  tf__msgpack_pack_cstr(pk, h->from != NULL ? h->from : "");
+  tf__mp_map_key(&m, "from_inc");
+  msgpack_pack_uint64(pk, h->from_inc);
+  tf__mp_map_key(&m, "to");
+  tf__msgpack_pack_cstr(pk, h->to != NULL ? h->to : "");
+  tf__mp_map_key(&m, "to_inc");
+  msgpack_pack_uint64(pk, h->to_inc);
   if (h->is_reply) {
     tf__mp_map_key(&m, "reply");
     msgpack_pack_true(pk);
@@ -244,6 +252,8 @@ tf_wire_writer *tf_wire_reply_writer(const tf_wire_msg *req) {
   tf_wire_header h = {.version = TF_WIRE_VERSION, .method = req->h.method,
                       .request_id = req->h.request_id,
                       .session = req->h.session, .step_id = req->h.step_id,
+                      .from = req->h.to, .from_inc = req->h.to_inc,
+                      .to = req->h.from, .to_inc = req->h.from_inc,
                       .is_reply = true, .code = TF_OK, .error = ""};
   return tf_wire_writer_new(&h);
 }
@@ -253,6 +263,10 @@ tf_code tf_wire_error_reply(const tf_wire_header *req, const tf_status *st,
   tf_wire_header h = {0};
   if (req != NULL) {
     h = *req;
+    h.from = req->to; /* the reply comes from the task asked */
+    h.from_inc = req->to_inc;
+    h.to = req->from;
+    h.to_inc = req->from_inc;
   }
   h.version = TF_WIRE_VERSION;
   h.is_reply = true;
@@ -340,6 +354,14 @@ static tf_code hdr_field(tf_wire_msg *r, const msgpack_object_kv *kv,
     h->code = (int)u;
   } else if (tf__msgpack_str_eq(k, "err")) {
     return hdr_str(r, v, "err", &h->error, st);
+  } else if (tf__msgpack_str_eq(k, "from")) {
+    return hdr_str(r, v, "from", &h->from, st);
+  } else if (tf__msgpack_str_eq(k, "from_inc")) {
+    return hdr_uint(v, "from_inc", UINT64_MAX, &h->from_inc, st);
+  } else if (tf__msgpack_str_eq(k, "to")) {
+    return hdr_str(r, v, "to", &h->to, st);
+  } else if (tf__msgpack_str_eq(k, "to_inc")) {
+    return hdr_uint(v, "to_inc", UINT64_MAX, &h->to_inc, st);
   }
   return TF_OK;
 }
@@ -352,6 +374,8 @@ static tf_code parse_header(tf_wire_msg *r, const msgpack_object *o,
                          tf__msgpack_type_name(o));
   }
   r->h.error = "";
+  r->h.from = "";
+  r->h.to = "";
   unsigned seen = 0;
   for (uint32_t i = 0; i < o->via.map.size; i++) {
     const msgpack_object_kv *kv = &o->via.map.ptr[i];

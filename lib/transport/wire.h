@@ -58,6 +58,15 @@ typedef struct tf_wire_header {
   uint64_t session;     /* session handle, 0: none */
   uint64_t step_id;     /* 0: none */
   int64_t deadline_ms;  /* time left when sent; 0: no deadline */
+  /* Identity: the sending task ("/job:worker/replica:0/task:1"; "" for a
+   * client) and its incarnation (0 for a client), and the task the
+   * message is meant for with the incarnation the sender knows it by
+   * ("" and 0: whoever answers). A reply names its own task in from and
+   * echoes the requester in to. Strings are borrowed (NULL packs as ""). */
+  const char *from;
+  uint64_t from_inc;
+  const char *to;
+  uint64_t to_inc;
   bool is_reply;
   int code;             /* replies: tf_code */
   const char *error;    /* replies: message ("" when OK); borrowed */
@@ -81,7 +90,9 @@ tf_code tf_wire_finish(tf_wire_writer *w, nng_msg **out, tf_status *st);
 void tf_wire_writer_free(tf_wire_writer *w);
 
 /* A reply carrying only status st (code and message) for request req
- * (NULL: a request too malformed to have a header; method and ids 0). */
+ * (NULL: a request too malformed to have a header; method and ids 0).
+ * Its identity is the request's swapped (from = req->to, to = req->from),
+ * as for tf_wire_reply_writer. */
 tf_code tf_wire_error_reply(const tf_wire_header *req, const tf_status *st,
                             nng_msg **out, tf_status *err);
 
@@ -106,7 +117,7 @@ tf_code tf_wire_parse(nng_msg *m, tf_wire_msg **out, tf_status *st);
  * tensors aliasing it (tf_wire_unpack_tensor) are gone too. */
 void tf_wire_msg_free(tf_wire_msg *r);
 /* A writer for the OK reply to req (its method, request, session and step
- * ids echoed). */
+ * ids echoed; from/to are the request's to/from). */
 tf_wire_writer *tf_wire_reply_writer(const tf_wire_msg *req);
 /* Makes a tensor from a descriptor packed by tf_wire_pack_tensor, checking
  * dtype, shape, that [off, off+len) lies in the payload area and matches

@@ -69,7 +69,10 @@ static tf_wire_header req_header(int method) {
   return (tf_wire_header){.version = TF_WIRE_VERSION, .method = method,
                           .request_id = 0xfedcba9876543210ull,
                           .session = 7, .step_id = 1ull << 40,
-                          .deadline_ms = 1500};
+                          .deadline_ms = 1500,
+                          .from = "/job:master/replica:0/task:0",
+                          .from_inc = 0x0102030405060708ull,
+                          .to = "/job:worker/replica:0/task:1", .to_inc = 9};
 }
 
 /* Builds a message whose body is [tensors...]. */
@@ -167,8 +170,21 @@ START_TEST(test_header_fields_and_nil_body) {
   ck_assert(!r->h.is_reply);
   ck_assert_int_eq(r->h.code, 0);
   ck_assert_str_eq(r->h.error, "");
+  ck_assert_str_eq(r->h.from, "/job:master/replica:0/task:0");
+  ck_assert(r->h.from_inc == 0x0102030405060708ull);
+  ck_assert_str_eq(r->h.to, "/job:worker/replica:0/task:1");
+  ck_assert(r->h.to_inc == 9);
   ck_assert_int_eq(r->body.type, MSGPACK_OBJECT_NIL);
   ck_assert_int_eq(r->payload_start, nng_msg_len(r->msg));
+  tf_wire_msg_free(r);
+  /* Without identity (a client): empty names and zero incarnations. */
+  h.from = h.to = NULL;
+  h.from_inc = h.to_inc = 0;
+  ck_assert(tf_wire_finish(tf_wire_writer_new(&h), &m, &st) == TF_OK);
+  r = parse_ok(m);
+  ck_assert_str_eq(r->h.from, "");
+  ck_assert_str_eq(r->h.to, "");
+  ck_assert(r->h.from_inc == 0 && r->h.to_inc == 0);
   tf_wire_msg_free(r);
 }
 END_TEST
@@ -588,20 +604,27 @@ START_TEST(test_large_payloads_alias_the_message) {
 }
 END_TEST
 
-/* The exact bytes of a request (header, a body map with a float tensor's
- * descriptor and a string tensor, the padded payload) and of an error
- * reply, as the envelope has always encoded them: the format is frozen
- * (docs/wire.md), so any change to these bytes is a protocol change. */
+/* The exact bytes of a request (header with identity, a body map with a
+ * float tensor's descriptor and a string tensor, the padded payload) and of
+ * an error reply (identity swapped): the format is frozen (docs/wire.md),
+ * so any change to these bytes is a protocol change. */
 static const char golden_request[] =
-    "54465701700000009287a17601a16d03a26964cffedcba9876543210a4736573"
-    "7307a473746570cf0000010000000000a2646ccd05dca461757468c082a17884"
-    "a2647401a57368617065920203a36f666600a36c656e18a17383a56474797065"
-    "07a573686170659102a46461746192c4026162c40378797a0000000000000000"
+    "54465701cc000000928ba17601a16d03a26964cffedcba9876543210a4736573"
+    "7307a473746570cf0000010000000000a2646ccd05dca461757468c0a466726f"
+    "6dbc2f6a6f623a6d61737465722f7265706c6963613a302f7461736b3a30a866"
+    "726f6d5f696e63cf0102030405060708a2746fbc2f6a6f623a776f726b65722f"
+    "7265706c6963613a302f7461736b3a31a6746f5f696e630982a17884a2647401"
+    "a57368617065920203a36f666600a36c656e18a17383a5647479706507a57368"
+    "6170659102a46461746192c4026162c40378797a000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
     "0000003f0000c03f0000204000006040000090400000b040";
 static const char golden_error_reply[] =
-    "5446570152000000928aa17601a16d03a26964cffedcba9876543210a4736573"
-    "7307a473746570cf0000010000000000a2646c00a461757468c0a57265706c79"
-    "c3a4636f646505a3657272ad6e6f2073756368206772617068c0";
+    "54465701ae000000928ea17601a16d03a26964cffedcba9876543210a4736573"
+    "7307a473746570cf0000010000000000a2646c00a461757468c0a466726f6dbc"
+    "2f6a6f623a776f726b65722f7265706c6963613a302f7461736b3a31a866726f"
+    "6d5f696e6309a2746fbc2f6a6f623a6d61737465722f7265706c6963613a302f"
+    "7461736b3a30a6746f5f696e63cf0102030405060708a57265706c79c3a4636f"
+    "646505a3657272ad6e6f2073756368206772617068c0";
 
 static void assert_bytes(nng_msg *m, const char *hex) {
   size_t len = nng_msg_len(m);
