@@ -308,6 +308,39 @@ static tf_code parse_timeouts(ctx *c, const yaml_node_t *v) {
   return TF_OK;
 }
 
+/* limits: every cap a daemon enforces, each > 0 (there is no "unlimited":
+ * a cap is what keeps a daemon alive against a peer that sends too much). */
+static tf_code parse_limits(ctx *c, const yaml_node_t *v) {
+  static const char *const names[] = {
+      "max_pushed_mb", "max_graphs",      "max_sessions",       "max_steps",
+      "max_connections", "idle_connection_ms", "session_ttl_ms"};
+  static const long long highs[] = {1 << 20, 1 << 20, 1 << 20, 1 << 16,
+                                    1 << 16, MS_MAX,  MS_MAX};
+  static const char *const units[] = {" (MiB)", "", "", "", "",
+                                      " (milliseconds)", " (milliseconds)"};
+  tf_cluster_spec *s = c->s;
+  int64_t pushed_mb = s->max_pushed_bytes >> 20, graphs = s->max_graphs,
+          sessions = s->max_sessions, steps = s->max_steps,
+          conns = s->max_connections;
+  int64_t *dst[] = {&pushed_mb, &graphs, &sessions, &steps, &conns,
+                    &s->idle_connection_ms, &s->session_ttl_ms};
+  yaml_node_t *f[7];
+  TF_TRY(fields(c, v, "limits", "'limits'", names, 7, f));
+  for (int k = 0; k < 7; k++) {
+    char field[64];
+    snprintf(field, sizeof field, "limits.%s", names[k]);
+    if (f[k] != NULL) {
+      TF_TRY(int_of(c, f[k], field, 1, highs[k], units[k], dst[k]));
+    }
+  }
+  s->max_pushed_bytes = pushed_mb << 20;
+  s->max_graphs = (int)graphs;
+  s->max_sessions = (int)sessions;
+  s->max_steps = (int)steps;
+  s->max_connections = (int)conns;
+  return TF_OK;
+}
+
 static tf_code parse_threads(ctx *c, const yaml_node_t *v) {
   static const char *const names[] = {"inter_op", "rpc"};
   yaml_node_t *f[2];
@@ -382,7 +415,14 @@ static void set_defaults(tf_cluster_spec *s) {
   s->down_after_ms = 3000;
   s->step_ttl_ms = 60000;
   s->drain_ms = 10000;
-  s->max_message_bytes = 0;
+  s->max_message_bytes = 256LL << 20;
+  s->max_pushed_bytes = 1024LL << 20;
+  s->max_graphs = 1024;
+  s->max_sessions = 256;
+  s->max_steps = 64;
+  s->max_connections = 256;
+  s->idle_connection_ms = 300000;
+  s->session_ttl_ms = 60000;
   s->inter_op_threads = 0;
   s->rpc_threads = 16;
   s->log_level = LOG_INFO;
@@ -392,14 +432,14 @@ static void set_defaults(tf_cluster_spec *s) {
 static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   static const char *const names[] = {
       "cluster",  "transport", "checkpoint_dir", "run_dir", "log_level",
-      "jobs",     "timeouts",  "threads",        "max_message_mb"};
+      "jobs",     "timeouts",  "threads",        "max_message_mb", "limits"};
   char b[80];
   if (root->type != YAML_MAPPING_NODE) {
     return err(c, root, NULL, "expected a mapping with 'jobs' at the top "
                "level, got %s", shown(root, b));
   }
-  yaml_node_t *f[9];
-  TF_TRY(fields(c, root, NULL, "the top level", names, 9, f));
+  yaml_node_t *f[10];
+  TF_TRY(fields(c, root, NULL, "the top level", names, 10, f));
   for (int k = 0; k < 5; k++) { /* transport first: jobs need it */
     if (f[k] != NULL) {
       TF_TRY(parse_string(c, k, f[k]));
@@ -414,9 +454,12 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   }
   if (f[8] != NULL) {
     int64_t mb;
-    TF_TRY(int_of(c, f[8], "max_message_mb", 0, MESSAGE_MB_MAX, " (0: no "
-                  "limit)", &mb));
+    TF_TRY(int_of(c, f[8], "max_message_mb", 1, MESSAGE_MB_MAX, " (MiB; "
+                  "every message, tensors included, must fit)", &mb));
     c->s->max_message_bytes = mb << 20;
+  }
+  if (f[9] != NULL) {
+    TF_TRY(parse_limits(c, f[9]));
   }
   if (c->s->run_dir == NULL) {
     c->s->run_dir = tf__xasprintf("run/%s", c->s->name);

@@ -16,7 +16,15 @@
  *     step_ttl_ms: 60000           # workers expire orphaned step state
  *     drain_ms: 10000              # SIGTERM: wait this long for steps
  *   threads: {inter_op: 0, rpc: 16}  # 0: number of CPUs
- *   max_message_mb: 0              # NNG receive limit (0: none)
+ *   max_message_mb: 256            # largest message a daemon accepts (>= 1)
+ *   limits:                        # caps a daemon enforces (each >= 1)
+ *     max_pushed_mb: 1024          # tensors pushed to a worker, not yet taken
+ *     max_graphs: 1024             # partitions registered on a worker
+ *     max_sessions: 256            # sessions open on the master
+ *     max_steps: 64                # steps in flight on one task
+ *     max_connections: 256         # connections a daemon keeps open
+ *     idle_connection_ms: 300000   # a connection idle this long is closed
+ *     session_ttl_ms: 60000        # a session nobody keeps alive ends
  *   checkpoint_dir: /var/lib/tf/checkpoints
  *   run_dir: run/local             # tfctl cluster up: pid files and logs
  *   log_level: info                # err | warning | notice | info | debug
@@ -46,7 +54,15 @@ typedef struct tf_cluster_spec {
   tf_cluster_job *jobs; /* in declared order */
   int64_t rpc_timeout_ms, registration_timeout_ms, step_timeout_ms;
   int64_t heartbeat_ms, down_after_ms, step_ttl_ms, drain_ms;
-  int64_t max_message_bytes; /* 0: no limit */
+  int64_t max_message_bytes; /* > 0 */
+  /* limits: (each > 0) */
+  int64_t max_pushed_bytes;  /* pushed to a worker and not yet received */
+  int max_graphs;            /* registered on a worker */
+  int max_sessions;          /* open on the master */
+  int max_steps;             /* in flight on one task */
+  int max_connections;       /* open to one daemon */
+  int64_t idle_connection_ms;
+  int64_t session_ttl_ms;    /* without keep-alive, a session ends */
   int inter_op_threads;      /* 0: CPUs */
   int rpc_threads;           /* default 16 */
   char *checkpoint_dir;      /* NULL if unset */

@@ -55,7 +55,14 @@ START_TEST(test_local_yaml) {
   ck_assert_int_eq(s->down_after_ms, 3000);
   ck_assert_int_eq(s->step_ttl_ms, 60000);
   ck_assert_int_eq(s->drain_ms, 10000);
-  ck_assert_int_eq(s->max_message_bytes, 0);
+  ck_assert_int_eq(s->max_message_bytes, 256LL << 20);
+  ck_assert_int_eq(s->max_pushed_bytes, 1024LL << 20);
+  ck_assert_int_eq(s->max_graphs, 1024);
+  ck_assert_int_eq(s->max_sessions, 256);
+  ck_assert_int_eq(s->max_steps, 64);
+  ck_assert_int_eq(s->max_connections, 256);
+  ck_assert_int_eq(s->idle_connection_ms, 300000);
+  ck_assert_int_eq(s->session_ttl_ms, 60000);
   ck_assert_int_eq(s->inter_op_threads, 0);
   ck_assert_int_eq(s->rpc_threads, 16);
   ck_assert_str_eq(s->checkpoint_dir, "run/local/checkpoints");
@@ -171,7 +178,7 @@ START_TEST(test_defaults) {
   ck_assert_int_eq(s->down_after_ms, 3000);
   ck_assert_int_eq(s->step_ttl_ms, 60000);
   ck_assert_int_eq(s->drain_ms, 10000);
-  ck_assert_int_eq(s->max_message_bytes, 0);
+  ck_assert_int_eq(s->max_message_bytes, 256LL << 20);
   ck_assert_int_eq(s->inter_op_threads, 0);
   ck_assert_int_eq(s->rpc_threads, 16);
   ck_assert(s->checkpoint_dir == NULL);
@@ -348,13 +355,26 @@ static const bad_case bad_cases[] = {
     {MASTER "timeouts: {step_ms: }\n", TF_INVALID_ARGUMENT, "x.yaml:3:21: ",
      "timeouts.step_ms: expected an integer in 0..2147483647 (milliseconds), "
      "got nothing"},
+    {MASTER "max_message_mb: 0\n", TF_INVALID_ARGUMENT, "x.yaml:3:17: ",
+     "max_message_mb: expected an integer in 1..1048576"},
+    {MASTER "limits: {max_steps: 0}\n", TF_INVALID_ARGUMENT, "x.yaml:3:21: ",
+     "limits.max_steps: expected an integer in 1..65536, got '0'"},
+    {MASTER "limits: {session_ttl_ms: -1}\n", TF_INVALID_ARGUMENT,
+     "x.yaml:3:26: ", "limits.session_ttl_ms: expected an integer in "
+     "1..2147483647 (milliseconds), got '-1'"},
+    {MASTER "limits: {max_pushed_mb: 2000000}\n", TF_INVALID_ARGUMENT,
+     "x.yaml:3:25: ", "limits.max_pushed_mb: expected an integer in "
+     "1..1048576 (MiB), got '2000000'"},
+    {MASTER "limits: {max_sesions: 3}\n", TF_INVALID_ARGUMENT, "x.yaml:3:10: ",
+     "max_sesions"},
     {MASTER "threads: {rpc: 0}\n", TF_INVALID_ARGUMENT, "x.yaml:3:16: ",
      "threads.rpc: expected an integer in 1..1024, got '0'"},
     {MASTER "threads: {inter_op: -1}\n", TF_INVALID_ARGUMENT, "x.yaml:3:21: ",
      "threads.inter_op: expected an integer in 0..1024 (0: number of CPUs), "
      "got '-1'"},
     {MASTER "max_message_mb: -1\n", TF_INVALID_ARGUMENT, "x.yaml:3:17: ",
-     "max_message_mb: expected an integer in 0..1048576 (0: no limit), got "
+     "max_message_mb: expected an integer in 1..1048576 (MiB; every message, "
+     "tensors included, must fit), got "
      "'-1'"},
     /* strings */
     {"transport: udp\n" MASTER, TF_INVALID_ARGUMENT, "x.yaml:1:12: ",
@@ -551,6 +571,29 @@ START_TEST(test_random_corruption) {
 }
 END_TEST
 
+/* Every limit parses into its field; those not given keep their defaults. */
+START_TEST(test_limits) {
+  const char *y = "jobs: {master: [h:1], worker: [h:2]}\n"
+                  "max_message_mb: 8\n"
+                  "limits:\n  max_pushed_mb: 16\n  max_graphs: 3\n"
+                  "  max_sessions: 4\n  max_steps: 5\n  max_connections: 6\n"
+                  "  idle_connection_ms: 700\n";
+  tf_cluster_spec *s = NULL;
+  tf_status st;
+  ck_assert_msg(tf_cluster_spec_parse(y, strlen(y), "l.yaml", &s, &st) == TF_OK,
+                "%s", st.msg);
+  ck_assert_int_eq(s->max_message_bytes, 8LL << 20);
+  ck_assert_int_eq(s->max_pushed_bytes, 16LL << 20);
+  ck_assert_int_eq(s->max_graphs, 3);
+  ck_assert_int_eq(s->max_sessions, 4);
+  ck_assert_int_eq(s->max_steps, 5);
+  ck_assert_int_eq(s->max_connections, 6);
+  ck_assert_int_eq(s->idle_connection_ms, 700);
+  ck_assert_int_eq(s->session_ttl_ms, 60000);
+  tf_cluster_spec_free(s);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("cluster_spec");
   TCase *tc = tcase_create("core");
@@ -558,6 +601,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_ps_worker_yaml);
   tcase_add_test(tc, test_conf_files_name_real_flags);
   tcase_add_test(tc, test_defaults);
+  tcase_add_test(tc, test_limits);
   tcase_add_test(tc, test_transports_and_urls);
   tcase_add_loop_test(tc, test_errors, 0,
                       (int)(sizeof bad_cases / sizeof bad_cases[0]));
