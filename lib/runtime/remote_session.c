@@ -14,8 +14,6 @@
 #include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 
-/* Control calls (create, extend, close, reset); steps use their own. */
-#define CONTROL_TIMEOUT_MS 60000
 /* A step without timeout_ms waits this long for the master's answer; the
  * master itself fails steps on tasks that go down. */
 #define NO_DEADLINE_RPC_MS (24LL * 3600 * 1000)
@@ -25,6 +23,7 @@ typedef struct remote {
   tf_rpc_client *c;
   uint64_t session;
   char *target;
+  int64_t control_ms; /* control calls (create, extend, close, reset) */
 } remote;
 
 static tf_wire_writer *request(const remote *r, int method, int64_t deadline_ms) {
@@ -59,19 +58,20 @@ static tf_code pack_graph(msgpack_packer *pk, const tf_graph *g, int from,
   return TF_OK;
 }
 
-static void *r_open(const char *target, tf_status *st) {
+static void *r_open(const char *target, int64_t rpc_timeout_ms, tf_status *st) {
   remote *r = tf__xcalloc(1, sizeof *r);
   r->target = tf__xstrdup(target);
+  r->control_ms = rpc_timeout_ms;
   if (tf_rpc_client_new(target, 0, &r->c, st) != TF_OK) {
     free(r->target);
     free(r);
     return NULL;
   }
-  tf_wire_writer *wr = request(r, TF_M_CREATE_SESSION, CONTROL_TIMEOUT_MS);
+  tf_wire_writer *wr = request(r, TF_M_CREATE_SESSION, r->control_ms);
   tf__mp_map body;
   tf__mp_map_begin(&body, tf_wire_body(wr), 0);
   tf__mp_map_end(&body);
-  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_msg *reply = call(r, wr, r->control_ms, st);
   if (reply == NULL ||
       tf_wire_get_u64(&reply->body, "session", "CreateSession reply", &r->session, st) != TF_OK) {
     tf_wire_msg_free(reply);
@@ -87,12 +87,12 @@ static void *r_open(const char *target, tf_status *st) {
 
 static tf_code r_extend(void *impl, const tf_graph *g, int from, tf_status *st) {
   remote *r = impl;
-  tf_wire_writer *wr = request(r, TF_M_EXTEND_SESSION, CONTROL_TIMEOUT_MS);
+  tf_wire_writer *wr = request(r, TF_M_EXTEND_SESSION, r->control_ms);
   if (pack_graph(tf_wire_body(wr), g, from, st) != TF_OK) {
     tf_wire_writer_free(wr);
     return st->code;
   }
-  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_msg *reply = call(r, wr, r->control_ms, st);
   tf_wire_msg_free(reply);
   return reply ? TF_OK : st->code;
 }
@@ -166,13 +166,13 @@ static tf_code r_run(void *impl, const tf_run_options *opts,
 static tf_code r_reset(void *impl, const char *const *containers, int n,
                        tf_status *st) {
   remote *r = impl;
-  tf_wire_writer *wr = request(r, TF_M_RESET, CONTROL_TIMEOUT_MS);
+  tf_wire_writer *wr = request(r, TF_M_RESET, r->control_ms);
   msgpack_packer *pk = tf_wire_body(wr);
   tf__mp_map body;
   tf__mp_map_begin(&body, pk, 1);
   pack_names(pk, &body, "containers", containers, n);
   tf__mp_map_end(&body);
-  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_msg *reply = call(r, wr, r->control_ms, st);
   tf_wire_msg_free(reply);
   return reply ? TF_OK : st->code;
 }
@@ -180,8 +180,8 @@ static tf_code r_reset(void *impl, const char *const *containers, int n,
 static tf_code r_close(void *impl, tf_status *st) {
   remote *r = impl;
   if (r->session == 0) return TF_OK;
-  tf_wire_writer *wr = request(r, TF_M_CLOSE_SESSION, CONTROL_TIMEOUT_MS);
-  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_writer *wr = request(r, TF_M_CLOSE_SESSION, r->control_ms);
+  tf_wire_msg *reply = call(r, wr, r->control_ms, st);
   tf_wire_msg_free(reply);
   r->session = 0;
   return reply ? TF_OK : st->code;
