@@ -3,6 +3,7 @@
  * (field names as in docs/wire.md). */
 #include "cmd/tfctl/ctl_client.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,16 +41,17 @@ void tf_ctl_devices_free(tf_ctl_device *ds, int n) {
   free(ds);
 }
 
-/* One call with a nil body; *reply on OK. */
-static tf_code call(const char *url, int method, int64_t timeout_ms,
-                    tf_wire_msg **reply, tf_status *st) {
+/* One call with a nil body, meant for task `to` (NULL: whoever answers);
+ * *reply on OK. */
+static tf_code call_to(const char *url, int method, const char *to, int64_t timeout_ms,
+                       tf_wire_msg **reply, tf_status *st) {
   tf_rpc_client *c = NULL;
   if (tf_rpc_client_new(url, 0, &c, st) != TF_OK) {
     return st->code;
   }
   tf_wire_header h = {.version = TF_WIRE_VERSION, .method = method,
                       .request_id = tf_rpc_new_request_id(),
-                      .deadline_ms = timeout_ms};
+                      .deadline_ms = timeout_ms, .to = to};
   tf_wire_writer *w = tf_wire_writer_new(&h);
   nng_msg *m = NULL;
   tf_code code = tf_wire_finish(w, &m, st);
@@ -58,6 +60,11 @@ static tf_code call(const char *url, int method, int64_t timeout_ms,
   }
   tf_rpc_client_free(c);
   return code;
+}
+
+static tf_code call(const char *url, int method, int64_t timeout_ms, tf_wire_msg **reply,
+                    tf_status *st) {
+  return call_to(url, method, NULL, timeout_ms, reply, st);
 }
 
 /* A copy of the str under key, or "" when absent. */
@@ -103,16 +110,21 @@ static tf_code decode_devices(const msgpack_object *map, const char *what,
   return TF_OK;
 }
 
-tf_code tf_ctl_get_status(const char *url, int64_t timeout_ms, tf_ctl_task *out,
-                          tf_status *st) {
+/* GetStatus meant for task `to` (NULL: any); from[0..n) gets the reply
+ * header's sender ("" when the server leaves it out). */
+static tf_code get_status_to(const char *url, const char *to, int64_t timeout_ms,
+                             tf_ctl_task *out, char *from, size_t n, tf_status *st) {
   memset(out, 0, sizeof *out);
   out->url = strdup(url);
   out->error = strdup("");
   out->last_ok_ms = -1;
+  out->running_steps = -1;
+  from[0] = '\0';
   tf_wire_msg *r = NULL;
-  if (call(url, TF_M_GET_STATUS, timeout_ms, &r, st) != TF_OK) {
+  if (call_to(url, TF_M_GET_STATUS, to, timeout_ms, &r, st) != TF_OK) {
     return st->code;
   }
+  snprintf(from, n, "%s", r->h.from != NULL ? r->h.from : "");
   const msgpack_object *b = &r->body;
   int64_t task = 0;
   tf_code code = TF_OK;
@@ -122,10 +134,38 @@ tf_code tf_ctl_get_status(const char *url, int64_t timeout_ms, tf_ctl_task *out,
       decode_devices(b, "GetStatus reply", out, st) != TF_OK) {
     code = st->code;
   }
+  out->running_steps = (int)opt_int(b, "running_steps", -1);
   tf_wire_msg_free(r);
   out->task = (int)task;
   out->up = code == TF_OK;
   out->last_ok_ms = code == TF_OK ? 0 : -1;
+  return code;
+}
+
+tf_code tf_ctl_get_status(const char *url, int64_t timeout_ms, tf_ctl_task *out,
+                          tf_status *st) {
+  char from[256];
+  return get_status_to(url, NULL, timeout_ms, out, from, sizeof from, st);
+}
+
+tf_code tf_ctl_probe_task(const char *url, const char *job, int task, int64_t timeout_ms,
+                          tf_status *st) {
+  char want[160], from[256];
+  snprintf(want, sizeof want, "/job:%s/replica:0/task:%d", job, task);
+  tf_ctl_task t;
+  tf_code code = get_status_to(url, want, timeout_ms, &t, from, sizeof from, st);
+  if (code == TF_OK && (strcmp(t.job, job) != 0 || t.task != task ||
+                        (from[0] != '\0' && strcmp(from, want) != 0))) {
+    char is[256];
+    if (from[0] != '\0' && strcmp(from, want) != 0) {
+      snprintf(is, sizeof is, "%s", from);
+    } else {
+      snprintf(is, sizeof is, "/job:%.60s/replica:0/task:%d", t.job, t.task);
+    }
+    code = tf_status_set(st, TF_FAILED_PRECONDITION, "wrong task at address: %s is %s, "
+                         "expected %s", url, is, want);
+  }
+  tf_ctl_task_fini(&t);
   return code;
 }
 
@@ -146,6 +186,7 @@ static tf_code decode_task(const msgpack_object *o, tf_ctl_task *t, tf_status *s
   const char *what = "ClusterStatus reply: task";
   int64_t task = 0;
   t->last_ok_ms = -1;
+  t->running_steps = -1;
   if (tf_wire_get_str(o, "job", what, &t->job, st) != TF_OK ||
       tf_wire_get_i64(o, "task", what, &task, st) != TF_OK ||
       tf_wire_get_bool(o, "up", what, &t->up, st) != TF_OK) {
