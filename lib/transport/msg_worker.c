@@ -108,9 +108,8 @@ void tf_msg_run_graph_req_encode(tf_wire_writer *w, const tf_msg_run_graph_req *
   tf__mp_map_end(&b);
 }
 
-tf_code tf_msg_run_graph_req_decode(const tf_wire_msg *r, tf_msg_run_graph_req *out,
-                                    tf_status *st) {
-  memset(out, 0, sizeof *out);
+static tf_code decode_run(const tf_wire_msg *r, tf_msg_run_graph_req *out,
+                          tf_status *st) {
   tf__msg_field f[] = {{"handle", NULL}, {"args", NULL}, {"n_rets", NULL},
                        {"trace", NULL}};
   TF_TRY(tf__msg_body(r, TF_M_RUN_GRAPH, false, RUN, f, 4, st));
@@ -124,13 +123,19 @@ tf_code tf_msg_run_graph_req_decode(const tf_wire_msg *r, tf_msg_run_graph_req *
   out->args = tf__msg_alloc(&out->mem, (size_t)a->size * sizeof *out->args);
   out->n_args = (int)a->size;
   for (uint32_t i = 0; i < a->size; i++) {
-    if (tf__msg_get_tensor(r, &a->ptr[i], RUN, "args", i, false, &out->args[i],
-                           st) != TF_OK) {
-      tf_msg_run_graph_req_fini(out);
-      return st->code;
-    }
+    TF_TRY(tf__msg_get_tensor(r, &a->ptr[i], RUN, "args", i, false, &out->args[i], st));
   }
   return TF_OK;
+}
+
+tf_code tf_msg_run_graph_req_decode(const tf_wire_msg *r, tf_msg_run_graph_req *out,
+                                    tf_status *st) {
+  memset(out, 0, sizeof *out);
+  tf_code c = decode_run(r, out, st);
+  if (c != TF_OK) {
+    tf_msg_run_graph_req_fini(out);
+  }
+  return c;
 }
 
 void tf_msg_run_graph_req_fini(tf_msg_run_graph_req *m) {
