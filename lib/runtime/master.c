@@ -349,7 +349,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   tf__strmap_init(&m->sessions);
   tf_code rc = add_tasks(m, st);
   if (rc == TF_OK) {
-    rc = tf_rpc_server_start(m->url, spec->rpc_threads, spec->max_message_bytes,
+    rc = tf_rpc_server_start_sync(m->url, spec->rpc_threads, spec->max_message_bytes,
                              handle, m, &m->srv, st);
   }
   if (rc != TF_OK) {

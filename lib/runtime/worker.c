@@ -224,7 +224,7 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
   pthread_cond_init(&w->idle_cv, NULL);
   tf__strmap_init(&w->graphs);
   tf__strmap_init(&w->clients);
-  tf_code rc = tf_rpc_server_start(url, spec->rpc_threads, spec->max_message_bytes,
+  tf_code rc = tf_rpc_server_start_sync(url, spec->rpc_threads, spec->max_message_bytes,
                                    handle, w, &w->srv, st);
   if (rc != TF_OK) {
     tf_status_prefix(st, "worker %s", w->task_prefix);

@@ -431,7 +431,7 @@ static char fake_url[64];
 static void fake_start(void) {
   tf_status st;
   tf_status_init(&st);
-  ck_assert_msg(tf_rpc_server_start("tcp://127.0.0.1:0", 2, 0, fake_handle, NULL, &fake,
+  ck_assert_msg(tf_rpc_server_start_sync("tcp://127.0.0.1:0", 2, 0, fake_handle, NULL, &fake,
                                     &st) == TF_OK, "%s", st.msg);
   snprintf(fake_url, sizeof fake_url, "tcp://127.0.0.1:%d", tf_rpc_server_port(fake));
 }
