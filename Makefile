@@ -83,7 +83,7 @@ endif
 TEST_SRCS += $(INTEG_SRCS)
 TEST_BINS := $(addprefix $(BUILD)/,$(basename $(TEST_SRCS)))
 CXX_TEST_BINS := $(addprefix $(BUILD)/,$(basename $(filter %.cc,$(TEST_SRCS))))
-HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o
+HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o $(BUILD)/obj/test/integration/igraph.o
 TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o
 CMD_SRCS  := $(wildcard cmd/*/main.c)
 CMD_BINS  := $(patsubst cmd/%/main.c,$(BINDIR)/%,$(CMD_SRCS))

@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/tfctl/ctl_client.h"
@@ -38,7 +40,7 @@ static void cleanup_at_exit(void) {
 th_opts th_default_opts(void) {
   return (th_opts){.n_ps = 1, .n_workers = 2, .rpc_ms = 5000, .registration_ms = 5000,
                    .heartbeat_ms = 100, .down_after_ms = 1000, .drain_ms = 1000,
-                   .step_ttl_ms = 10000, .log_level = "info"};
+                   .step_ttl_ms = 10000, .log_level = "info", .rpc_threads = 4};
 }
 
 int th_free_port(void) {
@@ -108,10 +110,13 @@ static void write_config(th_cluster *c) {
   fprintf(f,
           "timeouts:\n  rpc_ms: %lld\n  registration_ms: %lld\n  heartbeat_ms: %lld\n"
           "  down_after_ms: %lld\n  step_ttl_ms: %lld\n  drain_ms: %lld\n"
-          "threads:\n  inter_op: 2\n  rpc: 4\nrun_dir: %s\nlog_level: %s\n",
+          "threads:\n  inter_op: 2\n  rpc: %d\nrun_dir: %s\nlog_level: %s\n",
           (long long)c->o.rpc_ms, (long long)c->o.registration_ms, (long long)c->o.heartbeat_ms,
           (long long)c->o.down_after_ms, (long long)c->o.step_ttl_ms, (long long)c->o.drain_ms,
-          c->run_dir, c->o.log_level);
+          c->o.rpc_threads > 0 ? c->o.rpc_threads : 4, c->run_dir, c->o.log_level);
+  if (c->o.extra_yaml != NULL) {
+    fputs(c->o.extra_yaml, f);
+  }
   fclose(f);
 }
 
@@ -204,8 +209,9 @@ bool th_start_task(th_cluster *c, th_task *t, const char *const *env) {
   char *prog = th_bin(master ? "tfmaster" : "tfworker");
   char task[16];
   snprintf(task, sizeof task, "%d", t->task);
-  char *argv_m[] = {prog, "--config", c->config, NULL};
-  char *argv_w[] = {prog, "--config", c->config, "--job", t->job, "--task", task, NULL};
+  char *config = (char *)(t->config != NULL ? t->config : c->config);
+  char *argv_m[] = {prog, "--config", config, NULL};
+  char *argv_w[] = {prog, "--config", config, "--job", t->job, "--task", task, NULL};
   tf_ctl_spawn_opts so = {.log_path = t->log, .env = env, .die_with_parent = true};
   tf_status st;
   tf_status_init(&st);
@@ -396,4 +402,36 @@ void th_fail(th_cluster *c, const char *file, int line, const char *fmt, ...) {
   }
   ck_abort_msg("%s:%d: %s", file, line, msg);
   abort(); /* not reached */
+}
+
+int64_t th_rss_kib(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    return -1;
+  }
+  long long kib = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (sscanf(line, "VmRSS: %lld kB", &kib) == 1) {
+      break;
+    }
+  }
+  fclose(f);
+  return kib;
+}
+
+pid_t th_spawn(th_cluster *c, char *const argv[], const char *log_path) {
+  (void)c;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log_path != NULL ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  ck_assert_msg(pid > 0, "fork: %s", strerror(errno));
+  return pid;
 }

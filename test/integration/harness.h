@@ -30,6 +30,10 @@ typedef struct th_opts {
   int64_t drain_ms;      /* default 1000 */
   int64_t step_ttl_ms;   /* default 10000 */
   const char *log_level; /* default "info" */
+  int rpc_threads;       /* default 4 */
+  /* YAML appended to the spec as written (e.g. "limits:\n  max_steps: 8\n");
+   * NULL: none. */
+  const char *extra_yaml;
 } th_opts;
 
 th_opts th_default_opts(void);
@@ -42,6 +46,7 @@ typedef struct th_task {
   char log[512];
   pid_t pid;  /* 0: not running */
   int status; /* wait status once reaped */
+  const char *config; /* NULL: the cluster's; else the spec this task starts with */
 } th_task;
 
 typedef struct th_cluster {
@@ -80,6 +85,14 @@ void th_kill_task(th_task *t);
  * the wait status, -1 if it could not be reaped. */
 int th_stop_task(th_task *t, int sig, int64_t grace_ms);
 void th_stop_all(th_cluster *c, int64_t grace_ms);
+
+/* The resident set of process pid in KiB (VmRSS), -1 if unreadable. */
+int64_t th_rss_kib(pid_t pid);
+
+/* Starts argv (argv[0] a path) in the background with stdout and stderr
+ * to log_path (NULL: /dev/null); it dies with the test. Returns its pid
+ * (the caller kills and reaps it). */
+pid_t th_spawn(th_cluster *c, char *const argv[], const char *log_path);
 
 /* Writes the tails of every log in the directory (and DIR/run) to stderr. */
 void th_dump_logs(th_cluster *c);
