@@ -127,7 +127,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check lint test-run bench-matmul bench-executor bench-dist bench-train docs clean info demo fuzz \
+.PHONY: all deps check lint test-run bench-matmul bench-executor bench-dist bench-train soak docs clean info demo fuzz \
         install uninstall
 all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
@@ -266,6 +266,15 @@ bench-executor: deps
 bench-dist: deps
 	@$(MAKE) --no-print-directory $(BINDIR)/tfmaster $(BINDIR)/tfworker $(BUILD)/bench/bench_dist
 	@$(BUILD)/bench/bench_dist --bin $(BINDIR)
+
+# soak: 10,000 null and 1,000 100 MB steps on a local cluster with every
+# daemon's RSS sampled (build/soak.csv), plotted to docs/soak-rss.png.
+soak: deps
+	@$(MAKE) --no-print-directory $(BINDIR)/tfmaster $(BINDIR)/tfworker $(BUILD)/bench/bench_dist
+	@$(BUILD)/bench/bench_dist --bin $(BINDIR) --soak $(BUILD)/soak.csv
+	@command -v gnuplot >/dev/null || apt-get install -y -q gnuplot-nox >/dev/null
+	@gnuplot -e "csv='$(BUILD)/soak.csv'; out='docs/soak-rss.png'" scripts/soak.gnuplot
+	@echo "soak: docs/soak-rss.png"
 
 docs: $(BUILD)/tools/gen_ops_doc
 	$(BUILD)/tools/gen_ops_doc > docs/ops.md

@@ -13,7 +13,12 @@
  * 4. tcp_gbps: the same 100 MB over one loopback TCP connection between
  *    two threads (reused buffers; a 1-byte request starts each transfer).
  * The last two lines are null_step_vs_rtt (goal <= 3) and dense_vs_tcp
- * (goal >= 0.6). Daemons are children of this process: they are stopped
+ * (goal >= 0.8).
+ * With --soak FILE.csv it runs the soak instead: SOAK_NULL null steps then
+ * SOAK_DENSE dense steps on one cluster, sampling every daemon's resident
+ * size (VmRSS) every SOAK_EVERY_NULL / SOAK_EVERY_DENSE steps into the CSV,
+ * and prints each daemon's growth from the end of warm-up (the first fifth
+ * of each phase) to the end (`make soak` plots the CSV with gnuplot). Daemons are children of this process: they are stopped
  * at exit, on SIGINT/SIGTERM and on errors, and die with it. */
 #include <errno.h>
 #include <netinet/in.h>
@@ -39,11 +44,15 @@
 #define RTT_WARMUP 200
 #define RTT_REPS 2000
 #define NULL_WARMUP 50
-#define NULL_REPS 500
+#define NULL_REPS 1000
 #define DENSE_ELEMS 25000000LL
 #define DENSE_BYTES (DENSE_ELEMS * 4)
 #define DENSE_WARMUP 3
 #define DENSE_REPS 10
+#define SOAK_NULL 10000
+#define SOAK_DENSE 1000
+#define SOAK_EVERY_NULL 100
+#define SOAK_EVERY_DENSE 10
 #define START_TIMEOUT_MS 20000
 #define STEP_TIMEOUT_MS 30000
 #define STOP_GRACE_MS 5000
@@ -530,12 +539,101 @@ static void bench_steps(double *null_med, double *null_p90, double *dense_med) {
   *dense_med = quantile(td, DENSE_REPS, 0.5);
 }
 
+/* ---- soak ---- */
+
+static long long rss_kib(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long long kib = -1;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    if (sscanf(line, "VmRSS: %lld kB", &kib) == 1) {
+      break;
+    }
+  }
+  if (f != NULL) {
+    fclose(f);
+  }
+  return kib;
+}
+
+/* One CSV row: the step count so far, the phase and each daemon's RSS;
+ * keeps the row in last[]. */
+static void sample(FILE *csv, int n, const char *phase, long long last[3]) {
+  fprintf(csv, "%d,%s", n, phase);
+  for (int i = 0; i < 3; i++) {
+    last[i] = rss_kib(procs[i].pid);
+    if (last[i] < 0) {
+      die("/job:%s/task:0 (pid %d) is gone during the soak", procs[i].job, (int)procs[i].pid);
+    }
+    fprintf(csv, ",%lld", last[i]);
+  }
+  fputc('\n', csv);
+  fflush(csv);
+}
+
+static void soak_phase(tf_session *s, FILE *csv, int *n, const char *phase, int steps,
+                       int every) {
+  const bool dense = strcmp(phase, "dense") == 0;
+  long long warm[3] = {0}, last[3] = {0};
+  double t0 = now_s();
+  for (int i = 1; i <= steps; i++) {
+    step(s, dense ? "big_size:0" : "null_id:0", dense ? (double)DENSE_ELEMS : 1.0);
+    ++*n;
+    if (i % every == 0) {
+      sample(csv, *n, phase, last);
+      if (i == steps / 5) {
+        memcpy(warm, last, sizeof warm);
+      }
+    }
+  }
+  printf("soak %s: %d steps in %.1f s\n", phase, steps, now_s() - t0);
+  for (int i = 0; i < 3; i++) {
+    printf("soak %s: %-6s RSS after warm-up %lld KiB, at the end %lld KiB (%+lld KiB)\n",
+           phase, procs[i].job, warm[i], last[i], last[i] - warm[i]);
+  }
+}
+
+static void soak(const char *path) {
+  FILE *csv = fopen(path, "w");
+  if (csv == NULL) {
+    die("cannot write %s: %s", path, strerror(errno));
+  }
+  fprintf(csv, "step,phase,master_kib,ps_kib,worker_kib\n");
+  tf_graph *g = build_graph();
+  tf_session *s = open_session(g);
+  int n = 0;
+  long long first[3];
+  sample(csv, n, "start", first);
+  soak_phase(s, csv, &n, "null", SOAK_NULL, SOAK_EVERY_NULL);
+  soak_phase(s, csv, &n, "dense", SOAK_DENSE, SOAK_EVERY_DENSE);
+  tf_session_free(s);
+  tf_graph_free(g);
+  fclose(csv);
+  printf("soak: samples in %s\n", path);
+}
+
+static const char *soak_arg(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++) {
+    if (strcmp(argv[i], "--soak") == 0) {
+      return argv[i + 1];
+    }
+  }
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   atexit(cleanup);
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (soak_arg(argc, argv) != NULL) {
+    start_cluster(bin_dir_arg(argc, argv));
+    soak(soak_arg(argc, argv));
+    cleanup();
+    return 0;
+  }
   double rtt_med, rtt_p90;
   bench_rtt(&rtt_med, &rtt_p90);
   printf("rpc_rtt_us: %.1f\nrpc_rtt_p90_us: %.1f\n", rtt_med, rtt_p90);
