@@ -180,9 +180,8 @@ void tf__wk_tensor_push(tf_worker *w, struct tf_rpc_call *call) {
     reply = tf__wk_empty_reply(w, req, &st);
   } else if (rc == TF_RESOURCE_EXHAUSTED) {
     tf_status cap = st;
-    tf_status_set(&st, rc, "%s: TensorPush %s (limits.max_pushed_mb: %lld)",
-                  w->task_prefix, cap.msg,
-                  (long long)(w->spec->max_pushed_bytes >> 20));
+    tf_status_set(&st, rc, "%s: TensorPush %s (limits.max_pushed_mb)",
+                  w->task_prefix, cap.msg);
   }
   tf_msg_tensor_push_req_fini(&p);
   if (reply != NULL) {
