@@ -84,14 +84,10 @@ static wk_graph **take_graphs_locked(tf_worker *w, const wk_owner_id *o, int *n)
   return v;
 }
 
-/* Deregisters o's graphs and aborts its steps with (code, why); logs
- * what it dropped. Not under w->mu. */
-static void drop_owner(tf_worker *w, const wk_owner_id *o, tf_code code,
-                       const char *why) {
-  int n_graphs = 0;
-  pthread_mutex_lock(&w->mu);
-  wk_graph **gs = take_graphs_locked(w, o, &n_graphs);
-  pthread_mutex_unlock(&w->mu);
+/* Aborts o's steps with (code, why) and releases its graphs gs (taken out
+ * of the table already); logs what it dropped. Not under w->mu. */
+static void drop_owner(tf_worker *w, const wk_owner_id *o, wk_graph **gs,
+                       int n_graphs, tf_code code, const char *why) {
   int n_steps = tf__wk_cancel_steps(w, 0, o, code, why);
   for (int i = 0; i < n_graphs; i++) tf__wk_graph_put(w, gs[i]);
   free(gs);
@@ -105,6 +101,8 @@ void tf__wk_owner_seen(tf_worker *w, const tf_wire_msg *req) {
   const char *from = from_of(req);
   uint64_t inc = req->h.from_inc;
   wk_owner_id old = {NULL, 0};
+  wk_graph **gs = NULL;
+  int n_graphs = 0;
   pthread_mutex_lock(&w->mu);
   wk_owner *o = tf__strmap_get(&w->owners, from, NULL);
   if (o != NULL) {
@@ -113,6 +111,7 @@ void tf__wk_owner_seen(tf_worker *w, const tf_wire_msg *req) {
       old.task = tf__xstrdup(o->id.task);
       old.inc = o->id.inc;
       o->id.inc = inc;
+      gs = take_graphs_locked(w, &old, &n_graphs);
     }
   }
   pthread_mutex_unlock(&w->mu);
@@ -121,7 +120,7 @@ void tf__wk_owner_seen(tf_worker *w, const tf_wire_msg *req) {
   owner_label(&old, who, sizeof who);
   snprintf(why, sizeof why, "%s was replaced by incarnation %016" PRIx64
            " (it restarted)", who, inc);
-  drop_owner(w, &old, TF_ABORTED, why);
+  drop_owner(w, &old, gs, n_graphs, TF_ABORTED, why);
   tf__wk_owner_id_fini(&old);
 }
 
@@ -129,12 +128,17 @@ void tf__wk_owner_expire(tf_worker *w, int64_t now_ns) {
   int64_t ttl_ns = w->spec->session_ttl_ms * 1000000;
   pthread_mutex_lock(&w->mu);
   wk_owner **gone = tf__xcalloc(w->owners.n + 1, sizeof *gone);
+  wk_graph ***gs = tf__xcalloc(w->owners.n + 1, sizeof *gs);
+  int *n_graphs = tf__xcalloc(w->owners.n + 1, sizeof *n_graphs);
   int n = 0;
   for (size_t i = 0; i < w->owners.cap; i++) {
     wk_owner *o = w->owners.vals[i];
     if (w->owners.keys[i] != NULL && now_ns - o->last_ns > ttl_ns) gone[n++] = o;
   }
-  for (int i = 0; i < n; i++) tf__strmap_del(&w->owners, gone[i]->id.task);
+  for (int i = 0; i < n; i++) { /* with their graphs, under the same lock */
+    tf__strmap_del(&w->owners, gone[i]->id.task);
+    gs[i] = take_graphs_locked(w, &gone[i]->id, &n_graphs[i]);
+  }
   pthread_mutex_unlock(&w->mu);
   for (int i = 0; i < n; i++) {
     char who[200], why[400];
@@ -143,11 +147,13 @@ void tf__wk_owner_expire(tf_worker *w, int64_t now_ns) {
              "limits.session_ttl_ms, is %lld)", who,
              (long long)((now_ns - gone[i]->last_ns) / 1000000),
              (long long)w->spec->session_ttl_ms);
-    drop_owner(w, &gone[i]->id, TF_ABORTED, why);
+    drop_owner(w, &gone[i]->id, gs[i], n_graphs[i], TF_ABORTED, why);
     tf__wk_owner_id_fini(&gone[i]->id);
     free(gone[i]);
   }
   free(gone);
+  free(gs);
+  free(n_graphs);
 }
 
 /* ---- the step registry ---------------------------------------------------- */
