@@ -46,8 +46,9 @@ static nng_msg *run_reply(tf_worker *w, const tf_wire_msg *req, wk_graph *g,
   return m;
 }
 
-/* Answers the step's call, drops its table (or aborts it after a failure)
- * and leaves the registry. Runs once, when the step is over. */
+/* Drops the step's table (or aborts it after a failure), leaves the
+ * registry and answers the step's call. Runs once, when the step is
+ * over. */
 static void step_finish(wk_step *s) {
   tf_worker *w = s->w;
   const tf_wire_msg *req = tf_rpc_call_request(s->call);
@@ -76,12 +77,15 @@ static void step_finish(wk_step *s) {
   free(s->tr.stats);
   tf__wk_graph_put(w, s->g);
   tf_msg_run_graph_req_fini(&s->req);
-  if (reply != NULL) {
-    tf_rpc_reply(s->call, reply);
-  } else {
-    tf_rpc_reply_error(s->call, &st);
-  }
+  /* The step is over on this task before its answer leaves (teardown
+   * then waits for the answer in tf_rpc_server_stop). */
+  struct tf_rpc_call *call = s->call;
   tf__wk_step_remove(w, s);
+  if (reply != NULL) {
+    tf_rpc_reply(call, reply);
+  } else {
+    tf_rpc_reply_error(call, &st);
+  }
 }
 
 /* Records one part of the step as done (the executor, exec = true, or a
