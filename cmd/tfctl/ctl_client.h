@@ -21,6 +21,7 @@ typedef struct tf_ctl_task {
   char **devices;      /* full device names */
   int64_t last_ok_ms;  /* age of the last good answer; -1 never */
   char *error;         /* why it is down ("" when up) */
+  int running_steps;   /* GetStatus: steps running there; -1 unknown */
 } tf_ctl_task;
 
 void tf_ctl_task_fini(tf_ctl_task *t);
@@ -32,6 +33,17 @@ void tf_ctl_tasks_free(tf_ctl_task *ts, int n);
  * the error the task replied with) or INVALID_ARGUMENT for a malformed
  * reply. */
 tf_code tf_ctl_get_status(const char *url, int64_t timeout_ms, tf_ctl_task *out,
+                          tf_status *st);
+
+/* Whether the task at url is /job:job/replica:0/task:task and serving: a
+ * GetStatus meant for that task (its header's `to`) within timeout_ms
+ * whose reply names that job and task (and whose header's `from`, when
+ * the server fills it in, is that task). OK when it is; FAILED_PRECONDITION
+ * "wrong task at address: tcp://... is /job:ps/replica:0/task:0, expected
+ * /job:worker/replica:0/task:1" when another task answers (a server that
+ * checks `to` refuses with FAILED_PRECONDITION itself); else the error of
+ * tf_ctl_get_status. */
+tf_code tf_ctl_probe_task(const char *url, const char *job, int task, int64_t timeout_ms,
                           tf_status *st);
 
 /* Whether the server at url answers within timeout_ms: any reply counts

@@ -1,6 +1,7 @@
 /* ctl_cluster.c: starting every task of a spec as a detached local
- * process and waiting (bounded) until each answers; stopping them again
- * through their pid files. */
+ * process and waiting (bounded) until each serves as itself at its
+ * address, failing as soon as one exits (with its exit status and last
+ * log line); stopping them again through their pid files. */
 #include "cmd/tfctl/ctl_cluster.h"
 
 #include <limits.h>
@@ -21,7 +22,8 @@ typedef struct ctl_task {
   char *url, *log, *pidf;
   pid_t pid;
   bool ready, exited;
-  int status; /* wait status once exited */
+  int status;    /* wait status once exited */
+  char why[512]; /* the last probe's error */
 } ctl_task;
 
 char *tf_ctl_task_file(const char *run_dir, const char *job, int task, const char *ext) {
@@ -108,38 +110,50 @@ static tf_code start_task(ctl_task *t, const char *config, tf_status *st) {
   return tf_ctl_pidfile_write(t->pidf, t->pid, st);
 }
 
-/* Polls until every task answers, every unready one exited, or the
- * deadline; returns whether all are ready. */
-static bool wait_ready(ctl_task *ts, int n, int64_t timeout_ms) {
-  int64_t deadline = tf_ctl_now_ms() + timeout_ms;
+/* Notes every task that has exited (reaping it); returns how many have. */
+static int reap_exited(ctl_task *ts, int n) {
+  int exited = 0;
+  for (int i = 0; i < n; i++) {
+    ctl_task *t = &ts[i];
+    int status = t->exited || t->pid <= 0 ? -1 : tf_ctl_reap(t->pid);
+    if (status >= 0) {
+      t->exited = true;
+      t->ready = false;
+      t->status = status;
+    }
+    exited += t->exited;
+  }
+  return exited;
+}
+
+/* Polls until every task serves as itself (tf_ctl_probe_task), one has
+ * exited, or the deadline; returns whether all serve. A task's last
+ * probe error is kept in why. */
+static bool wait_ready(ctl_task *ts, int n, int64_t deadline) {
   for (;;) {
     int waiting = 0;
+    if (reap_exited(ts, n) > 0) {
+      return false;
+    }
     for (int i = 0; i < n; i++) {
       ctl_task *t = &ts[i];
-      if (t->ready || t->exited) {
-        continue;
-      }
-      int status = tf_ctl_reap(t->pid);
-      if (status >= 0) {
-        t->exited = true;
-        t->status = status;
-        continue;
-      }
       int64_t left = deadline - tf_ctl_now_ms();
-      t->ready = left > 0 && tf_ctl_answers(t->url, left < 500 ? left : 500);
+      if (t->ready || left <= 0) {
+        waiting += !t->ready;
+        continue;
+      }
+      tf_status st;
+      tf_status_init(&st);
+      t->ready = tf_ctl_probe_task(t->url, t->job, t->task, left < 500 ? left : 500, &st) ==
+                 TF_OK;
+      snprintf(t->why, sizeof t->why, "%.500s", t->ready ? "" : st.msg);
       waiting += !t->ready;
     }
     if (waiting == 0 || tf_ctl_now_ms() >= deadline) {
-      break;
+      return waiting == 0 && reap_exited(ts, n) == 0;
     }
     tf_ctl_sleep_ms(50);
   }
-  for (int i = 0; i < n; i++) {
-    if (!ts[i].ready) {
-      return false;
-    }
-  }
-  return true;
 }
 
 /* After every task answered: waits until the master's health checks
@@ -170,38 +184,67 @@ static bool wait_master_view(const tf_cluster_spec *s, int64_t deadline) {
   return all_up;
 }
 
-/* Stops every started task and reports the ones that never answered. */
+/* How t ended or why it is not serving: "exited with status 1: <the
+ * last line of its log>", "killed by signal 9 (Killed): ...", or its last
+ * probe error ("no answer" when there was none). */
+static void task_outcome(const ctl_task *t, char *buf, size_t n) {
+  if (!t->exited) {
+    snprintf(buf, n, "%s", t->why[0] != '\0' ? t->why : "no answer");
+    return;
+  }
+  char *last = tf_ctl_file_tail(t->log, 1, "");
+  size_t len = strlen(last);
+  while (len > 0 && last[len - 1] == '\n') {
+    last[--len] = '\0';
+  }
+  const char *line = last; /* without the "<3>" priority tag */
+  if (line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>') {
+    line += 3;
+  }
+  if (WIFEXITED(t->status)) {
+    snprintf(buf, n, "exited with status %d%s%.300s", WEXITSTATUS(t->status),
+             line[0] ? ": " : " (its log is empty)", line);
+  } else {
+    int sig = WTERMSIG(t->status);
+    snprintf(buf, n, "killed by signal %d (%s)%s%.300s", sig, strsignal(sig),
+             line[0] ? ": " : " (its log is empty)", line);
+  }
+  free(last);
+}
+
+/* Appends "<log>:\n<its last lines>" to *d (of length *len). */
+static void append_log_tail(char **d, size_t *len, const ctl_task *t) {
+  char *tail = tf_ctl_file_tail(t->log, 10, "  ");
+  size_t need = *len + strlen(t->log) + strlen(tail) + 8;
+  char *grown = realloc(*d, need);
+  if (grown != NULL) {
+    *d = grown;
+    *len += (size_t)snprintf(*d + *len, need - *len, "%s:\n%s", t->log, tail);
+  }
+  free(tail);
+}
+
+/* Stops every started task and reports the ones that exited (or, when
+ * none did, never served as themselves within timeout_ms). */
 static tf_code fail_up(ctl_task *ts, int n, int64_t timeout_ms, char **details,
                        tf_status *st) {
   char msg[TF_STATUS_MSG_MAX] = "";
-  size_t dcap = 1, dlen = 0;
+  size_t dlen = 0;
   char *d = calloc(1, 1);
+  bool any_exited = false;
+  for (int i = 0; i < n; i++) {
+    any_exited = any_exited || ts[i].exited;
+  }
   for (int i = 0; i < n; i++) {
     ctl_task *t = &ts[i];
-    if (t->ready) {
+    if (any_exited ? !t->exited : t->ready) {
       continue;
     }
-    char extra[256];
-    if (t->exited && WIFEXITED(t->status)) {
-      snprintf(extra, sizeof extra, " (%s, exited with status %d)", t->url,
-               WEXITSTATUS(t->status));
-    } else if (t->exited) {
-      snprintf(extra, sizeof extra, " (%s, killed by signal %d)", t->url, WTERMSIG(t->status));
-    } else {
-      snprintf(extra, sizeof extra, " (%s, no answer)", t->url);
-    }
+    char outcome[700], extra[900];
+    task_outcome(t, outcome, sizeof outcome);
+    snprintf(extra, sizeof extra, " (%s) %s", t->url, outcome);
     append_task(msg, sizeof msg, t, extra);
-    char *tail = tf_ctl_file_tail(t->log, 10, "  ");
-    size_t need = strlen(t->log) + strlen(tail) + 64;
-    char *grown = realloc(d, dcap + need);
-    if (grown == NULL) {
-      free(tail);
-      break; /* out of memory: the details gathered so far */
-    }
-    d = grown;
-    dcap += need;
-    dlen += (size_t)snprintf(d + dlen, dcap - dlen, "%s:\n%s", t->log, tail);
-    free(tail);
+    append_log_tail(&d, &dlen, t);
   }
   for (int i = 0; i < n; i++) {
     if (ts[i].pid > 0 && !ts[i].exited) {
@@ -216,8 +259,21 @@ static tf_code fail_up(ctl_task *ts, int n, int64_t timeout_ms, char **details,
   } else {
     free(d);
   }
-  return tf_status_set(st, TF_DEADLINE_EXCEEDED, "tasks never answered within %lld ms: %s",
+  if (any_exited) {
+    return tf_status_set(st, TF_FAILED_PRECONDITION, "%s", msg);
+  }
+  return tf_status_set(st, TF_DEADLINE_EXCEEDED, "not serving within %lld ms: %s",
                        (long long)timeout_ms, msg);
+}
+
+/* --timeout-ms, else the spec's registration_ms (the time a task has to
+ * come up), else its rpc_ms. */
+static int64_t up_timeout_ms(const tf_ctl_cluster_opts *o) {
+  if (o->timeout_ms > 0) {
+    return o->timeout_ms;
+  }
+  return o->spec->registration_timeout_ms > 0 ? o->spec->registration_timeout_ms
+                                              : o->spec->rpc_timeout_ms;
 }
 
 tf_code tf_ctl_cluster_up(const tf_ctl_cluster_opts *o, char **details, tf_status *st) {
@@ -225,8 +281,8 @@ tf_code tf_ctl_cluster_up(const tf_ctl_cluster_opts *o, char **details, tf_statu
     *details = NULL;
   }
   const char *dir = o->run_dir != NULL ? o->run_dir : o->spec->run_dir;
-  int64_t timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
-  int64_t start = tf_ctl_now_ms();
+  int64_t timeout_ms = up_timeout_ms(o);
+  int64_t deadline = tf_ctl_now_ms() + timeout_ms;
   char config[PATH_MAX];
   if (realpath(o->config_path, config) == NULL) {
     return tf_status_set(st, TF_NOT_FOUND, "config %s not found", o->config_path);
@@ -247,14 +303,17 @@ tf_code tf_ctl_cluster_up(const tf_ctl_cluster_opts *o, char **details, tf_statu
         unlink(ts[i].pidf);
       }
     }
-  } else if (!wait_ready(ts, n, timeout_ms)) {
+  } else if (!wait_ready(ts, n, deadline)) {
     code = fail_up(ts, n, timeout_ms, details, st);
-  } else if (!wait_master_view(o->spec, start + timeout_ms)) {
+  } else if (!wait_master_view(o->spec, deadline) || reap_exited(ts, n) > 0) {
+    bool exited = reap_exited(ts, n) > 0;
     for (int i = 0; i < n; i++) {
       ts[i].ready = strcmp(ts[i].job, "master") != 0;
     }
     code = fail_up(ts, n, timeout_ms, details, st);
-    tf_status_prefix(st, "the master does not see every task up");
+    if (!exited) {
+      tf_status_prefix(st, "the master does not see every task up");
+    }
   } else {
     for (int i = 0; i < n && o->out != NULL; i++) {
       fprintf(o->out, "started /job:%s/task:%d on %s: pid %ld, log %s\n", ts[i].job,

@@ -14,7 +14,8 @@ typedef struct tf_ctl_cluster_opts {
   const tf_cluster_spec *spec;
   const char *config_path; /* the spec's file, given to every daemon */
   const char *run_dir;     /* NULL: spec->run_dir */
-  int64_t timeout_ms;      /* up: wait for every task this long; 0: 15000 */
+  int64_t timeout_ms;      /* up: the bound on the wait; 0: the spec's
+                            * registration_ms, else its rpc_ms */
   FILE *out;               /* one line per task started or stopped; NULL: quiet */
 } tf_ctl_cluster_opts;
 
@@ -23,13 +24,19 @@ char *tf_ctl_task_file(const char *run_dir, const char *job, int task, const cha
 
 /* Starts every task (tfmaster for job "master", tfworker otherwise; found
  * next to this executable, else in PATH) in its own session, then waits
- * until each answers GetStatus. Errors, with nothing left running:
- * FAILED_PRECONDITION "/job:ps/task:0 already running (pid N, DIR/ps-0.pid)"
- * (nothing started) or when a program cannot be run; DEADLINE_EXCEEDED
- * "tasks never answered within N ms: /job:worker/task:1 (tcp://..., exited
- * with status 1)" after stopping every started task and removing the pid
- * files. *details (if details is non-NULL) gets the tails of the logs of
- * the tasks that never answered (malloc'd; "" when none). */
+ * until each serves as itself at its address (tf_ctl_probe_task: another
+ * task answering there does not count) and the master sees every task up,
+ * all within the timeout. Errors, with nothing left running and the pid
+ * files removed:
+ * FAILED_PRECONDITION "already running: /job:ps/task:0 (pid N,
+ * DIR/ps-0.pid); ..." (nothing started), or a program that cannot be run;
+ * FAILED_PRECONDITION "/job:worker/task:1 (tcp://...) exited with status 1:
+ * <the last line of its log>" as soon as a task exits (also "killed by
+ * signal 9 (Killed): ..."; several tasks comma-separated);
+ * DEADLINE_EXCEEDED "not serving within N ms: /job:worker/task:1
+ * (tcp://...) <why: no answer, wrong task at address: ...>".
+ * *details (if details is non-NULL) gets the last lines of the logs of the
+ * tasks named (malloc'd; "" when none). */
 tf_code tf_ctl_cluster_up(const tf_ctl_cluster_opts *o, char **details, tf_status *st);
 
 /* SIGTERM to every task whose pid file names a live tf process, waits up

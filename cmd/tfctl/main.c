@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/runtime/cluster_spec.h"
 #include "cmd/tfctl/ctl_client.h"
@@ -413,6 +414,68 @@ static int report_fetches(ctl_args *a, tf_tensor **vals) {
   return 0;
 }
 
+/* Waiting for CloseSession after a step's outcome is housekeeping: a
+ * healthy master answers in milliseconds; one that is gone, or that waits
+ * for a task that died, ends the session on its own. */
+#define CTL_CLOSE_WAIT_MS 500
+
+static void *close_main(void *arg) {
+  tf_session_close(arg, NULL);
+  return NULL;
+}
+
+/* Closes s, waiting at most CTL_CLOSE_WAIT_MS for the master's answer,
+ * then frees s and g. When the master has not answered by then, tfctl
+ * exits without it: the close goes on in its thread and s and g (which s
+ * may still read) stay allocated until the process ends. */
+static void close_session(tf_session *s, tf_graph *g) {
+  static tf_session *abandoned_s;
+  static tf_graph *abandoned_g;
+  pthread_t th;
+  if (s != NULL && pthread_create(&th, NULL, close_main, s) == 0) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = until.tv_nsec + CTL_CLOSE_WAIT_MS * 1000000LL;
+    until.tv_sec += (time_t)(ns / 1000000000LL);
+    until.tv_nsec = (long)(ns % 1000000000LL);
+    if (pthread_timedjoin_np(th, NULL, &until) != 0) {
+      pthread_detach(th);
+      abandoned_s = s; /* reachable until exit */
+      abandoned_g = g;
+      return;
+    }
+  }
+  tf_session_free(s);
+  tf_graph_free(g);
+  (void)abandoned_s;
+  (void)abandoned_g;
+}
+
+/* Opens a session on the master and runs the step; reports the fetches
+ * or the error. */
+static int run_step(ctl_args *a, tf_graph *g, char **feed_names, tf_tensor **feed_vals,
+                    tf_tensor **fetch_vals, tf_session **s) {
+  tf_status st;
+  tf_status_init(&st);
+  /* CreateSession may wait registration_ms on the master for tasks to
+   * register: the control calls get that on top of the deadline. */
+  int64_t reg_ms = a->spec != NULL ? a->spec->registration_timeout_ms : 10000;
+  tf_session_options so = {.target = a->master_url, .rpc_timeout_ms = a->timeout_ms + reg_ms};
+  *s = tf_session_new(g, &so, &st);
+  if (*s == NULL) {
+    return ctl_fail(CTL_EXIT_FAIL, "session on %s: %s", a->master_url, st.msg);
+  }
+  tf_run_options ro = {.timeout_ms = a->timeout_ms}; /* --timeout-ms, else rpc_ms */
+  if (tf_session_run(*s, &ro, (const char *const *)feed_names, feed_vals, a->n_feeds,
+                     a->fetches, fetch_vals, a->n_fetches, a->targets, a->n_targets, NULL,
+                     &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "run: %s", st.msg);
+  }
+  int rc = report_fetches(a, fetch_vals);
+  fflush(stdout);
+  return rc;
+}
+
 static int cmd_run(ctl_args *a) {
   if (a->n_fetches == 0 && a->n_targets == 0) {
     return ctl_fail(CTL_EXIT_USAGE, "run needs at least one --fetch or --target");
@@ -422,7 +485,6 @@ static int cmd_run(ctl_args *a) {
   if (rc != 0) {
     return rc;
   }
-  int64_t step_ms = a->timeout_ms;
   if ((rc = ctl_resolve_master(a)) != 0) {
     tf_graph_free(g);
     return rc;
@@ -430,26 +492,12 @@ static int cmd_run(ctl_args *a) {
   char **feed_names = calloc((size_t)a->n_feeds + 1, sizeof *feed_names);
   tf_tensor **feed_vals = calloc((size_t)a->n_feeds + 1, sizeof *feed_vals);
   tf_tensor **fetch_vals = calloc((size_t)a->n_fetches + 1, sizeof *fetch_vals);
-  rc = load_feeds(a, feed_names, feed_vals);
   tf_session *s = NULL;
-  tf_status st;
-  tf_status_init(&st);
+  rc = load_feeds(a, feed_names, feed_vals);
   if (rc == 0) {
-    tf_session_options so = {.target = a->master_url};
-    s = tf_session_new(g, &so, &st);
-    rc = s == NULL ? ctl_fail(CTL_EXIT_FAIL, "session on %s: %s", a->master_url, st.msg) : 0;
+    rc = run_step(a, g, feed_names, feed_vals, fetch_vals, &s);
   }
-  if (rc == 0) {
-    tf_run_options ro = {.timeout_ms = step_ms};
-    if (tf_session_run(s, &ro, (const char *const *)feed_names, feed_vals, a->n_feeds,
-                       a->fetches, fetch_vals, a->n_fetches, a->targets, a->n_targets, NULL,
-                       &st) != TF_OK) {
-      rc = ctl_fail(CTL_EXIT_FAIL, "run: %s", st.msg);
-    } else {
-      rc = report_fetches(a, fetch_vals);
-    }
-  }
-  tf_session_free(s);
+  close_session(s, g);
   for (int i = 0; i < a->n_feeds; i++) {
     free(feed_names[i]);
     if (feed_vals[i] != NULL) {
@@ -464,7 +512,6 @@ static int cmd_run(ctl_args *a) {
   free(feed_names);
   free(feed_vals);
   free(fetch_vals);
-  tf_graph_free(g);
   return rc;
 }
 

@@ -38,6 +38,11 @@ typedef struct tf_session_options {
    * every extend and Run), and Run, Reset and Close have the same
    * semantics as locally, with the cluster's devices and its variables. */
   const char *target;
+  /* A remote target: the deadline of each control call (CreateSession,
+   * which the master may hold up to the spec's registration_ms while
+   * tasks register; ExtendSession; Reset; CloseSession), in ms. 0: 60000.
+   * Steps have their own (tf_run_options.timeout_ms). */
+  int64_t rpc_timeout_ms;
 } tf_session_options;
 
 typedef struct tf_run_options {

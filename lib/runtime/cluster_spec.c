@@ -3,7 +3,8 @@
  * range, and fills a tf_cluster_spec with the defaults for what is left
  * out. Every error names file:line:column of the offending node, the
  * field's path ("jobs.worker[1]", "timeouts.rpc_ms") and what was
- * expected. Addresses are checked by cluster_spec_addr.c. */
+ * expected. Addresses are checked by cluster_spec_addr.c, which also says
+ * which ones are one endpoint: two tasks at one are refused. */
 #include "lib/runtime/cluster_spec.h"
 
 #include <stdarg.h>
@@ -20,12 +21,17 @@
 #define MS_MAX 2147483647LL /* timeouts fit an int32 (NNG durations) */
 #define THREADS_MAX 1024
 #define MESSAGE_MB_MAX 1048576LL
+/* Resolving the tasks' host names, all of them together, for the check
+ * that no two tasks share an address. */
+#define RESOLVE_MS 2000
 
 typedef struct ctx {
   yaml_document_t *doc;
   const char *file;
   tf_status *st;
   tf_cluster_spec *s;
+  const yaml_node_t **task_nodes; /* every task's address, in order */
+  int n_task_nodes;
 } ctx;
 
 __attribute__((format(printf, 4, 5))) static tf_code
@@ -182,7 +188,7 @@ static tf_code job_name(ctx *c, const yaml_node_t *key, const char **out) {
   return TF_OK;
 }
 
-/* Checks one address and that no earlier task has it. */
+/* Checks one address (check_distinct compares them all later). */
 static tf_code task_addr(ctx *c, const yaml_node_t *n, const char *field,
                          const char **out) {
   const char *transport = c->s->transport;
@@ -190,15 +196,6 @@ static tf_code task_addr(ctx *c, const yaml_node_t *n, const char *field,
   char why[256];
   if (!tf__cluster_addr_check(transport, *out, why, sizeof why)) {
     return err(c, n, field, "%s", why);
-  }
-  for (int j = 0; j < c->s->n_jobs; j++) {
-    const tf_cluster_job *job = &c->s->jobs[j];
-    for (int t = 0; t < job->n_tasks; t++) {
-      if (strcmp(job->addrs[t], *out) == 0) {
-        return err(c, n, field, "address '%.80s' is already used by "
-                   "/job:%s/task:%d", *out, job->name, t);
-      }
-    }
   }
   return TF_OK;
 }
@@ -221,6 +218,8 @@ static tf_code job_tasks(ctx *c, const char *name, const yaml_node_t *v) {
   bool scalar = v->type == YAML_SCALAR_NODE;
   job->name = tf__xstrdup(name);
   job->addrs = tf__xcalloc((size_t)n, sizeof *job->addrs);
+  c->task_nodes = tf__xrealloc(c->task_nodes, (size_t)(c->n_task_nodes + n) *
+                                                  sizeof *c->task_nodes);
   c->s->n_jobs++; /* owned from here on, even if a task is bad */
   for (int t = 0; t < n; t++) {
     const yaml_node_t *a =
@@ -230,8 +229,52 @@ static tf_code job_tasks(ctx *c, const char *name, const yaml_node_t *v) {
     TF_TRY(task_addr(c, a, field, &addr));
     job->addrs[t] = tf__xstrdup(addr);
     job->n_tasks = t + 1;
+    c->task_nodes[c->n_task_nodes++] = a;
   }
   return TF_OK;
+}
+
+/* Refuses two tasks at one endpoint (tf__cluster_endpoints: host names
+ * resolved, socket paths folded), at the position of the later one. */
+static tf_code check_distinct(ctx *c) {
+  int n = c->n_task_nodes, k = 0;
+  const char **addrs = tf__xcalloc((size_t)n + 1, sizeof *addrs);
+  const tf_cluster_job **job_of = tf__xcalloc((size_t)n + 1, sizeof *job_of);
+  int *task_of = tf__xcalloc((size_t)n + 1, sizeof *task_of);
+  for (int j = 0; j < c->s->n_jobs; j++) {
+    for (int t = 0; t < c->s->jobs[j].n_tasks; t++, k++) {
+      addrs[k] = c->s->jobs[j].addrs[t];
+      job_of[k] = &c->s->jobs[j];
+      task_of[k] = t;
+    }
+  }
+  TF_ASSERT(k == n);
+  char ***eps = tf__xcalloc((size_t)n + 1, sizeof *eps);
+  tf__cluster_endpoints(c->s->transport, addrs, n, RESOLVE_MS, eps);
+  tf_code code = TF_OK;
+  for (int b = 1; b < n && code == TF_OK; b++) {
+    for (int a = 0; a < b && code == TF_OK; a++) {
+      const char *both = tf__cluster_endpoints_shared(eps[a], eps[b]);
+      if (both == NULL) {
+        continue;
+      }
+      char field[96];
+      snprintf(field, sizeof field, "jobs.%s[%d]", job_of[b]->name, task_of[b]);
+      code = err(c, c->task_nodes[b], field, "/job:%s/task:%d at '%.80s' has "
+                 "the address of /job:%s/task:%d at '%.80s' (both are %.120s); "
+                 "each task needs an address of its own", job_of[b]->name,
+                 task_of[b], addrs[b], job_of[a]->name, task_of[a], addrs[a],
+                 both);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    tf__cluster_endpoints_free(eps[i]);
+  }
+  free(eps);
+  free(task_of);
+  free(job_of);
+  free(addrs);
+  return code;
 }
 
 static tf_code parse_jobs(ctx *c, const yaml_node_t *root,
@@ -265,7 +308,7 @@ static tf_code parse_jobs(ctx *c, const yaml_node_t *root,
     return err(c, master, "jobs.master",
                "expected exactly one master task, got %d", mj->n_tasks);
   }
-  return TF_OK;
+  return check_distinct(c);
 }
 
 /* ---- the other sections -------------------------------------------------- */
@@ -544,7 +587,7 @@ tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
   tf_cluster_spec *s = tf__xcalloc(1, sizeof *s);
   s->path = tf__xstrdup(name);
   set_defaults(s);
-  ctx c = {&doc, name, st, s};
+  ctx c = {&doc, name, st, s, NULL, 0};
   yaml_node_t *root = yaml_document_get_root_node(&doc);
   tf_code code;
   if (root == NULL) {
@@ -554,6 +597,7 @@ tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
     code = parse_root(&c, root);
   }
   yaml_document_delete(&doc);
+  free(c.task_nodes);
   if (code != TF_OK) {
     tf_cluster_spec_free(s);
     return code;

@@ -30,8 +30,15 @@
  *   log_level: info                # err | warning | notice | info | debug
  *
  * Addresses are host:port for tcp and tls+tcp, a socket path for ipc, a
- * name for inproc. Unknown keys are errors. Every error names the file,
- * line and column and what was expected, e.g.
+ * name for inproc. No two tasks may have one endpoint: host names are
+ * resolved (all together, within 2 s; a name that does not resolve is no
+ * error, it is compared as written, case-folded), IPv6 addresses compared
+ * in canonical form, socket paths with '.' and '..' folded, e.g.
+ *   "c.yaml:4:29: jobs.worker[1]: /job:worker/task:1 at '127.0.0.1:17101'
+ *    has the address of /job:worker/task:0 at 'localhost:17101' (both are
+ *    127.0.0.1 port 17101); each task needs an address of its own".
+ * Unknown keys are errors. Every error names the file, line and column and
+ * what was expected, e.g.
  *   "conf/x.yaml:4:11: jobs.worker[1]: expected host:port, got 'abc'". */
 #ifndef TF_RUNTIME_CLUSTER_SPEC_H
 #define TF_RUNTIME_CLUSTER_SPEC_H

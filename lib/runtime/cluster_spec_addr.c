@@ -2,7 +2,8 @@
  * tls+tcp take host:port, where host is an IPv4 dotted quad, a DNS
  * hostname (RFC 1123 labels) or an IPv6 address in brackets; ipc takes a
  * Unix socket path; inproc a name. A scheme ("tcp://") is refused with a
- * hint, since the spec's transport key supplies it. */
+ * hint, since the spec's transport key supplies it. The endpoints of
+ * valid addresses (names resolved, paths folded) find two tasks at one. */
 #include "lib/runtime/cluster_spec_addr.h"
 
 #include <arpa/inet.h>
@@ -10,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/core/base/util.h"
+#include "lib/runtime/cluster_spec_resolve.h"
 
 #define SOCKET_PATH_MAX 107 /* sizeof(sun_path) - 1 on Linux */
 
@@ -177,4 +181,158 @@ bool tf__cluster_addr_check(const char *transport, const char *addr,
     return true;
   }
   return host_port_ok(addr, why, n);
+}
+
+/* ---- endpoints ----------------------------------------------------------- */
+
+/* path with '.', '..' and repeated '/' folded lexically; malloc'd. */
+static char *fold_path(const char *path) {
+  bool absolute = path[0] == '/';
+  char *copy = tf__xstrdup(path), *save = NULL;
+  size_t len = strlen(path);
+  const char **parts = tf__xcalloc(len + 1, sizeof *parts);
+  int k = 0;
+  for (char *p = strtok_r(copy, "/", &save); p != NULL; p = strtok_r(NULL, "/", &save)) {
+    if (strcmp(p, ".") == 0) {
+      continue;
+    }
+    if (strcmp(p, "..") != 0) {
+      parts[k++] = p;
+    } else if (k > 0 && strcmp(parts[k - 1], "..") != 0) {
+      k--;
+    } else if (!absolute) {
+      parts[k++] = p; /* a relative path may climb above its start */
+    }
+  }
+  char *out = tf__xcalloc(len + 2, 1);
+  size_t w = 0;
+  for (int i = 0; i < k; i++) {
+    w += (size_t)snprintf(out + w, len + 2 - w, "%s%s", i > 0 || absolute ? "/" : "", parts[i]);
+  }
+  if (w == 0) {
+    snprintf(out, len + 2, "%s", absolute ? "/" : ".");
+  }
+  free(parts);
+  free(copy);
+  return out;
+}
+
+/* The one-element list {text}. */
+static char **single(char *text) {
+  char **list = tf__xcalloc(2, sizeof *list);
+  list[0] = text;
+  return list;
+}
+
+/* Splits a valid host:port: host without brackets into h[0..hn), port. */
+static void split_host_port(const char *addr, char *h, size_t hn, int *port) {
+  const char *colon = strrchr(addr, ':');
+  size_t len = (size_t)(colon - addr);
+  const char *start = addr;
+  if (addr[0] == '[') {
+    start++;
+    len -= 2;
+  }
+  snprintf(h, hn, "%.*s", (int)len, start);
+  *port = atoi(colon + 1);
+}
+
+/* "127.0.0.1 port 7070" or "[::1] port 7070" for each numeric address. */
+static char **with_port(char *const *ips, int port) {
+  int n = 0;
+  while (ips[n] != NULL) {
+    n++;
+  }
+  char **list = tf__xcalloc((size_t)n + 1, sizeof *list);
+  for (int i = 0; i < n; i++) {
+    bool v6 = strchr(ips[i], ':') != NULL;
+    list[i] = tf__xasprintf("%s%s%s port %d", v6 ? "[" : "", ips[i], v6 ? "]" : "", port);
+  }
+  return list;
+}
+
+/* tcp and tls+tcp: numeric hosts directly, names resolved together. */
+static void tcp_endpoints(const char *const *addrs, int n, int64_t resolve_ms, char ***out) {
+  char **hosts = tf__xcalloc((size_t)n + 1, sizeof *hosts);
+  int *ports = tf__xcalloc((size_t)n + 1, sizeof *ports);
+  const char **names = tf__xcalloc((size_t)n + 1, sizeof *names);
+  int *name_of = tf__xcalloc((size_t)n + 1, sizeof *name_of);
+  int n_names = 0;
+  for (int i = 0; i < n; i++) {
+    char h[256], ip[64];
+    out[i] = NULL;
+    split_host_port(addrs[i], h, sizeof h, &ports[i]);
+    for (char *c = h; *c != '\0'; c++) {
+      *c = (char)tolower((unsigned char)*c);
+    }
+    hosts[i] = tf__xstrdup(h);
+    name_of[i] = -1;
+    if (tf__resolve_numeric(h, ip, sizeof ip)) {
+      out[i] = with_port((char *[]){ip, NULL}, ports[i]);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    bool shared = false; /* only an address with the same port can clash */
+    for (int k = 0; k < n && !shared; k++) {
+      shared = k != i && ports[k] == ports[i];
+    }
+    if (out[i] == NULL && shared) {
+      name_of[i] = n_names;
+      names[n_names++] = hosts[i];
+    }
+  }
+  char ***resolved = tf__xcalloc((size_t)n_names + 1, sizeof *resolved);
+  tf__resolve_names(names, n_names, resolve_ms, resolved);
+  for (int i = 0; i < n; i++) {
+    char **ips = name_of[i] >= 0 ? resolved[name_of[i]] : NULL;
+    if (ips != NULL) {
+      out[i] = with_port(ips, ports[i]);
+    } else if (out[i] == NULL) {
+      out[i] = single(tf__xasprintf("host '%s' port %d (not resolved)", hosts[i], ports[i]));
+    }
+  }
+  for (int k = 0; k < n_names; k++) {
+    tf__resolve_free(resolved[k]);
+  }
+  for (int i = 0; i < n; i++) {
+    free(hosts[i]);
+  }
+  free(resolved);
+  free(name_of);
+  free(names);
+  free(ports);
+  free(hosts);
+}
+
+void tf__cluster_endpoints(const char *transport, const char *const *addrs,
+                           int n, int64_t resolve_ms, char ***out) {
+  if (strcmp(transport, "ipc") == 0 || strcmp(transport, "inproc") == 0) {
+    bool ipc = transport[0] == 'i' && transport[1] == 'p';
+    for (int i = 0; i < n; i++) {
+      char *folded = ipc ? fold_path(addrs[i]) : NULL;
+      out[i] = single(ipc ? tf__xasprintf("socket '%s'", folded)
+                          : tf__xasprintf("inproc name '%s'", addrs[i]));
+      free(folded);
+    }
+    return;
+  }
+  tcp_endpoints(addrs, n, resolve_ms, out);
+}
+
+void tf__cluster_endpoints_free(char **list) {
+  for (int i = 0; list != NULL && list[i] != NULL; i++) {
+    free(list[i]);
+  }
+  free(list);
+}
+
+const char *tf__cluster_endpoints_shared(char *const *a, char *const *b) {
+  for (int i = 0; a != NULL && a[i] != NULL; i++) {
+    for (int j = 0; b != NULL && b[j] != NULL; j++) {
+      if (strcmp(a[i], b[j]) == 0) {
+        return a[i];
+      }
+    }
+  }
+  return NULL;
 }

@@ -20,18 +20,27 @@
 #include "lib/runtime/master_impl.h"
 
 
-nng_msg *tf__ms_empty_reply(const tf_wire_msg *req, tf_status *st) {
+tf_wire_writer *tf__ms_reply_writer(const tf_master *m, const tf_wire_msg *req) {
+  return tf_msg_reply_writer(req, TF_MSG_MASTER_TASK, m->incarnation);
+}
+
+nng_msg *tf__ms_empty_reply(const tf_master *m, const tf_wire_msg *req, tf_status *st) {
   nng_msg *msg = NULL;
-  tf_wire_finish(tf_wire_reply_writer(req), &msg, st);
+  tf_wire_finish(tf__ms_reply_writer(m, req), &msg, st);
   return msg;
 }
 
-tf_wire_header tf__ms_header(int method, uint64_t session, uint64_t step,
-                             int64_t deadline_ms) {
+tf_wire_header tf__ms_header(tf_master *m, int task, int method, uint64_t session,
+                             uint64_t step, int64_t deadline_ms) {
+  pthread_mutex_lock(&m->mu);
+  uint64_t inc = m->tasks[task].incarnation; /* as last seen; 0: never */
+  pthread_mutex_unlock(&m->mu);
   return (tf_wire_header){.version = TF_WIRE_VERSION, .method = method,
                           .request_id = tf_rpc_new_request_id(),
                           .session = session, .step_id = step,
-                          .deadline_ms = deadline_ms};
+                          .deadline_ms = deadline_ms,
+                          .from = TF_MSG_MASTER_TASK, .from_inc = m->incarnation,
+                          .to = m->tasks[task].prefix, .to_inc = inc};
 }
 
 /* ---- health --------------------------------------------------------------- */
@@ -45,11 +54,12 @@ typedef struct check_ctx {
 static void note_status(tf_master *m, int i, const tf_status *st,
                         const tf_wire_msg *reply, bool from_check) {
   ms_task *t = &m->tasks[i];
-  uint64_t inc = 0;
+  tf_msg_get_status_reply b = {0};
   tf_status pst;
   tf_status_init(&pst);
-  bool ok = st->code == TF_OK &&
-            tf_wire_get_u64(&reply->body, "incarnation", "GetStatus", &inc, &pst) == TF_OK;
+  bool ok = st->code == TF_OK && tf_msg_get_status_reply_decode(reply, &b, &pst) == TF_OK;
+  uint64_t inc = b.incarnation;
+  tf_msg_get_status_reply_fini(&b);
   bool went_down = false;
   int64_t now = tf__now_ns();
   char why[768];
@@ -93,7 +103,7 @@ static void check_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
 }
 
 static void send_check(tf_master *m, int i, int64_t timeout_ms) {
-  tf_wire_header h = tf__ms_header(TF_M_GET_STATUS, 0, 0, timeout_ms);
+  tf_wire_header h = tf__ms_header(m, i, TF_M_GET_STATUS, 0, 0, timeout_ms);
   nng_msg *msg = NULL;
   tf_status st;
   tf_status_init(&st);
@@ -144,7 +154,7 @@ bool tf__ms_task_up(tf_master *m, int i, uint64_t *incarnation) {
 }
 
 void tf__ms_refresh_task(tf_master *m, int i, int64_t timeout_ms) {
-  tf_wire_header h = tf__ms_header(TF_M_GET_STATUS, 0, 0, timeout_ms);
+  tf_wire_header h = tf__ms_header(m, i, TF_M_GET_STATUS, 0, 0, timeout_ms);
   nng_msg *msg = NULL;
   tf_wire_msg *reply = NULL;
   tf_status st;
@@ -196,90 +206,46 @@ tf_code tf__ms_wait_tasks(tf_master *m, int64_t timeout_ms, tf_status *st) {
 /* ---- ListDevices, ClusterStatus, Reset ------------------------------------ */
 
 static nng_msg *list_devices(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  tf_wire_writer *wr = tf_wire_reply_writer(req);
-  msgpack_packer *pk = tf_wire_body(wr);
-  pthread_mutex_lock(&m->mu);
-  int n = 0;
-  for (int i = 0; i < m->n_tasks; i++) n += m->tasks[i].up;
-  tf__mp_map top;
-  tf__mp_map_begin(&top, pk, 1);
-  tf__mp_map_key(&top, "devices");
-  msgpack_pack_array(pk, (size_t)n);
+  tf_msg_device *ds = tf__xcalloc((size_t)m->n_tasks + 1, sizeof *ds);
+  tf_msg_list_devices_reply b = {.devices = ds};
+  tf_wire_writer *wr = tf__ms_reply_writer(m, req);
+  pthread_mutex_lock(&m->mu); /* the strings are borrowed until encoded */
   for (int i = 0; i < m->n_tasks; i++) {
     ms_task *t = &m->tasks[i];
-    if (!t->up) continue;
-    tf__mp_map d;
-    tf__mp_map_begin(&d, pk, 5);
-    tf__mp_map_key(&d, "name");
-    tf_wire_pack_str(pk, t->device);
-    tf__mp_map_key(&d, "type");
-    tf_wire_pack_str(pk, "CPU");
-    tf__mp_map_key(&d, "incarnation");
-    msgpack_pack_uint64(pk, t->incarnation);
-    tf__mp_map_key(&d, "task");
-    tf_wire_pack_str(pk, t->prefix);
-    tf__mp_map_key(&d, "url");
-    tf_wire_pack_str(pk, t->url);
-    tf__mp_map_end(&d);
+    if (t->up) {
+      ds[b.n_devices++] = (tf_msg_device){t->device, "CPU", t->incarnation,
+                                          t->prefix, t->url};
+    }
   }
-  tf__mp_map_end(&top);
+  tf_msg_list_devices_reply_encode(wr, &b);
   pthread_mutex_unlock(&m->mu);
+  free(ds);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
 }
 
-/* One ClusterStatus entry; device NULL: none (the task never answered). */
-static void pack_task_status(msgpack_packer *pk, const char *job, int task,
-                             const char *url, bool up, uint64_t incarnation,
-                             const char *device, int64_t last_ok_ms,
-                             const char *error) {
-  tf__mp_map e;
-  tf__mp_map_begin(&e, pk, 8);
-  tf__mp_map_key(&e, "job");
-  tf_wire_pack_str(pk, job);
-  tf__mp_map_key(&e, "task");
-  msgpack_pack_int(pk, task);
-  tf__mp_map_key(&e, "url");
-  tf_wire_pack_str(pk, url);
-  tf__mp_map_key(&e, "up");
-  if (up) {
-    msgpack_pack_true(pk);
-  } else {
-    msgpack_pack_false(pk);
-  }
-  tf__mp_map_key(&e, "incarnation");
-  msgpack_pack_uint64(pk, incarnation);
-  tf__mp_map_key(&e, "devices");
-  msgpack_pack_array(pk, device != NULL ? 1 : 0);
-  if (device != NULL) tf_wire_pack_str(pk, device);
-  tf__mp_map_key(&e, "last_ok_ms");
-  msgpack_pack_int64(pk, last_ok_ms);
-  tf__mp_map_key(&e, "error");
-  tf_wire_pack_str(pk, error);
-  tf__mp_map_end(&e);
-}
-
 static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  tf_wire_writer *wr = tf_wire_reply_writer(req);
-  msgpack_packer *pk = tf_wire_body(wr);
   int64_t now = tf__now_ns();
-  pthread_mutex_lock(&m->mu);
-  tf__mp_map top;
-  tf__mp_map_begin(&top, pk, 1);
-  tf__mp_map_key(&top, "tasks");
-  msgpack_pack_array(pk, (size_t)m->n_tasks + 1);
+  tf_msg_task_status *ts = tf__xcalloc((size_t)m->n_tasks + 1, sizeof *ts);
   /* The master itself first: it answers, so it is up. */
-  pack_task_status(pk, "master", 0, m->url, true, m->incarnation, NULL, 0, "");
+  ts[0] = (tf_msg_task_status){.job = "master", .task = 0, .url = m->url, .up = true,
+                               .incarnation = m->incarnation, .error = ""};
+  tf_msg_cluster_status_reply b = {.n_tasks = m->n_tasks + 1, .tasks = ts};
+  tf_wire_writer *wr = tf__ms_reply_writer(m, req);
+  pthread_mutex_lock(&m->mu); /* the strings are borrowed until encoded */
   for (int i = 0; i < m->n_tasks; i++) {
     ms_task *t = &m->tasks[i];
-    pack_task_status(pk, t->job, t->task, t->url, t->up, t->incarnation,
-                     t->ever_up ? t->device : NULL,
-                     t->last_ok_ns ? (now - t->last_ok_ns) / 1000000 : -1,
-                     t->error ? t->error : "");
+    ts[i + 1] = (tf_msg_task_status){
+        .job = t->job, .task = t->task, .url = t->url, .up = t->up,
+        .incarnation = t->incarnation, .n_devices = t->ever_up ? 1 : 0,
+        .devices = (const char **)&t->device,
+        .last_ok_ms = t->last_ok_ns ? (now - t->last_ok_ns) / 1000000 : -1,
+        .error = t->error ? t->error : ""};
   }
-  tf__mp_map_end(&top);
+  tf_msg_cluster_status_reply_encode(wr, &b);
   pthread_mutex_unlock(&m->mu);
+  free(ts);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
@@ -287,57 +253,40 @@ static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *
 
 /* Reset: WorkerReset on every task, which drops the named containers. */
 static nng_msg *reset(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  const msgpack_object_array *a = tf_wire_get_array(&req->body, "containers", "Reset", st);
-  if (a == NULL) return NULL;
-  for (int i = 0; i < m->n_tasks; i++) {
-    tf_wire_header h = tf__ms_header(TF_M_WORKER_RESET, 0, 0, m->spec->rpc_timeout_ms);
+  tf_msg_reset_req rq;
+  if (tf_msg_reset_req_decode(req, &rq, st) != TF_OK) return NULL;
+  tf_msg_worker_reset_req b = {.n_containers = rq.n_containers,
+                               .containers = rq.containers};
+  tf_code rc = TF_OK;
+  for (int i = 0; i < m->n_tasks && rc == TF_OK; i++) {
+    tf_wire_header h = tf__ms_header(m, i, TF_M_WORKER_RESET, 0, 0, m->spec->rpc_timeout_ms);
     tf_wire_writer *wr = tf_wire_writer_new(&h);
-    msgpack_packer *pk = tf_wire_body(wr);
-    tf__mp_map body;
-    tf__mp_map_begin(&body, pk, 1);
-    tf__mp_map_key(&body, "containers");
-    msgpack_pack_array(pk, a->size);
-    for (uint32_t k = 0; k < a->size; k++) {
-      char *c = tf_wire_strdup(&a->ptr[k]);
-      tf_wire_pack_str(pk, c ? c : "");
-      free(c);
-    }
-    tf__mp_map_end(&body);
+    tf_msg_worker_reset_req_encode(wr, &b);
     nng_msg *msg = NULL;
     tf_wire_msg *reply = NULL;
-    if (tf_wire_finish(wr, &msg, st) != TF_OK ||
-        tf_rpc_call(m->tasks[i].client, msg, m->spec->rpc_timeout_ms, &reply, st) != TF_OK) {
-      tf_status_prefix(st, "Reset on %s", m->tasks[i].prefix);
-      return NULL;
+    rc = tf_wire_finish(wr, &msg, st);
+    if (rc == TF_OK) {
+      rc = tf_rpc_call(m->tasks[i].client, msg, m->spec->rpc_timeout_ms, &reply, st);
     }
+    if (rc != TF_OK) tf_status_prefix(st, "Reset on %s", m->tasks[i].prefix);
     tf_wire_msg_free(reply);
   }
-  return tf__ms_empty_reply(req, st);
+  tf_msg_reset_req_fini(&rq);
+  return rc == TF_OK ? tf__ms_empty_reply(m, req, st) : NULL;
 }
 
 /* GetStatus on the master: who it is (it has no devices of its own). */
 static nng_msg *master_status(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  tf_wire_writer *wr = tf_wire_reply_writer(req);
-  msgpack_packer *pk = tf_wire_body(wr);
   int sessions = tf_master_num_sessions(m);
   pthread_mutex_lock(&m->mu);
   int running = m->n_steps;
   pthread_mutex_unlock(&m->mu);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 6);
-  tf__mp_map_key(&body, "job");
-  tf_wire_pack_str(pk, "master");
-  tf__mp_map_key(&body, "task");
-  msgpack_pack_int(pk, 0);
-  tf__mp_map_key(&body, "incarnation");
-  msgpack_pack_uint64(pk, m->incarnation);
-  tf__mp_map_key(&body, "devices");
-  msgpack_pack_array(pk, 0);
-  tf__mp_map_key(&body, "sessions");
-  msgpack_pack_int(pk, sessions);
-  tf__mp_map_key(&body, "running_steps");
-  msgpack_pack_int(pk, running);
-  tf__mp_map_end(&body);
+  tf_msg_get_status_reply b = {.job = "master", .task = 0,
+                               .incarnation = m->incarnation,
+                               .has = TF_MSG_STATUS_MASTER, .sessions = sessions,
+                               .running_steps = running};
+  tf_wire_writer *wr = tf__ms_reply_writer(m, req);
+  tf_msg_get_status_reply_encode(wr, &b);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
@@ -400,7 +349,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   tf__strmap_init(&m->sessions);
   tf_code rc = add_tasks(m, st);
   if (rc == TF_OK) {
-    rc = tf_rpc_server_start(m->url, spec->rpc_threads, spec->max_message_bytes,
+    rc = tf_rpc_server_start_sync(m->url, spec->rpc_threads, spec->max_message_bytes,
                              handle, m, &m->srv, st);
   }
   if (rc != TF_OK) {

@@ -14,6 +14,7 @@
 #include "lib/runtime/master.h"
 #include "lib/runtime/partition.h"
 #include "lib/runtime/placement.h"
+#include "lib/transport/messages.h"
 #include "lib/transport/rpc.h"
 
 /* One task of the spec other than the master, as health checks see it. */
@@ -86,10 +87,17 @@ struct tf_master {
   tf_cost_model *costs;
 };
 
-nng_msg *tf__ms_empty_reply(const tf_wire_msg *req, tf_status *st);
-/* A new request header for method. */
-tf_wire_header tf__ms_header(int method, uint64_t session, uint64_t step,
-                             int64_t deadline_ms);
+/* A writer for the OK reply to req, from the master (its task name and
+ * incarnation in the header). */
+tf_wire_writer *tf__ms_reply_writer(const tf_master *m, const tf_wire_msg *req);
+/* A reply with a nil body. */
+nng_msg *tf__ms_empty_reply(const tf_master *m, const tf_wire_msg *req, tf_status *st);
+/* A new request header for method to task (an index into m->tasks): from
+ * the master (name and incarnation) to the task's name and the
+ * incarnation it was last seen with (0: never seen). Takes m->mu, which
+ * the caller must not hold; the strings live as long as m. */
+tf_wire_header tf__ms_header(tf_master *m, int task, int method, uint64_t session,
+                             uint64_t step, int64_t deadline_ms);
 
 /* Waits (up to timeout_ms) until every task answered GetStatus; else
  * UNAVAILABLE naming the tasks that did not. */

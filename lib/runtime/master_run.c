@@ -101,18 +101,13 @@ static void finish_on_tasks(tf_master *m, ms_prepared *p, uint64_t step_id,
   for (int i = 0; i < p->n_parts; i++) {
     int t = p->parts[i].task;
     for (int pass = 0; pass < 2; pass++) {
-      tf_wire_header h = tf__ms_header(pass == 0 ? TF_M_ABORT_STEP : TF_M_CLEANUP_GRAPH,
+      tf_wire_header h = tf__ms_header(m, t, pass == 0 ? TF_M_ABORT_STEP
+                                                      : TF_M_CLEANUP_GRAPH,
                                        0, step_id, m->spec->rpc_timeout_ms);
       tf_wire_writer *wr = tf_wire_writer_new(&h);
       if (pass == 0) {
-        msgpack_packer *pk = tf_wire_body(wr);
-        tf__mp_map mm;
-        tf__mp_map_begin(&mm, pk, 2);
-        tf__mp_map_key(&mm, "code");
-        msgpack_pack_int(pk, err->code);
-        tf__mp_map_key(&mm, "msg");
-        tf_wire_pack_str(pk, err->msg);
-        tf__mp_map_end(&mm);
+        tf_msg_abort_step_req b = {.code = err->code, .msg = err->msg};
+        tf_msg_abort_step_req_encode(wr, &b);
       }
       nng_msg *msg = NULL;
       tf_status st;
@@ -128,25 +123,15 @@ static void finish_on_tasks(tf_master *m, ms_prepared *p, uint64_t step_id,
 static nng_msg *run_graph_msg(tf_master *m, ms_session *sess, const ms_part *pt,
                               uint64_t step_id, tf_tensor **feeds,
                               int64_t deadline_ms, bool trace, tf_status *st) {
-  tf_wire_header h = tf__ms_header(TF_M_RUN_GRAPH, sess->handle, step_id, deadline_ms);
+  tf_wire_header h = tf__ms_header(m, pt->task, TF_M_RUN_GRAPH, sess->handle, step_id,
+                                   deadline_ms);
+  tf_tensor **args = tf__xcalloc((size_t)pt->n_args + 1, sizeof *args);
+  for (int k = 0; k < pt->n_args; k++) args[k] = feeds[pt->arg_feed[k]];
+  tf_msg_run_graph_req b = {.handle = pt->handle, .n_args = pt->n_args, .args = args,
+                            .n_rets = pt->n_rets, .trace = trace};
   tf_wire_writer *wr = tf_wire_writer_new(&h);
-  msgpack_packer *pk = tf_wire_body(wr);
-  tf__mp_map mm;
-  tf__mp_map_begin(&mm, pk, 4);
-  tf__mp_map_key(&mm, "handle");
-  msgpack_pack_uint64(pk, pt->handle);
-  tf__mp_map_key(&mm, "args");
-  msgpack_pack_array(pk, (size_t)pt->n_args);
-  for (int k = 0; k < pt->n_args; k++) tf_wire_pack_tensor(wr, feeds[pt->arg_feed[k]]);
-  tf__mp_map_key(&mm, "n_rets");
-  msgpack_pack_int(pk, pt->n_rets);
-  tf__mp_map_key(&mm, "trace");
-  if (trace) {
-    msgpack_pack_true(pk);
-  } else {
-    msgpack_pack_false(pk);
-  }
-  tf__mp_map_end(&mm);
+  tf_msg_run_graph_req_encode(wr, &b);
+  free(args);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
@@ -188,39 +173,42 @@ static void wait_step(ms_step *s, int64_t deadline_ms) {
   pthread_mutex_unlock(&s->mu);
 }
 
+/* Partition i's fetches from its decoded reply b (taken from it). */
+static tf_code take_fetches(ms_prepared *p, ms_step *s, int i, tf_msg_run_graph_reply *b,
+                            tf_tensor **fetched, tf_status *st) {
+  if (b->n_rets != p->parts[i].n_rets) {
+    return tf_status_set(st, TF_INTERNAL, "RunGraph reply from %s has %d "
+                         "values, expected %d", s->prefixes[i], b->n_rets,
+                         p->parts[i].n_rets);
+  }
+  for (int k = 0; k < b->n_rets; k++) {
+    int f = p->parts[i].ret_fetch[k];
+    if (b->rets[k] == NULL) {
+      return tf_status_set(st, TF_INVALID_ARGUMENT, "fetch '%s' produced no "
+                           "value: it is on an untaken branch of a cond (a "
+                           "dead tensor)", p->fetches[f]);
+    }
+    fetched[f] = b->rets[k];
+    b->rets[k] = NULL;
+  }
+  return TF_OK;
+}
+
 /* Fetches from the replies; records traced node times. */
 static tf_code collect(tf_master *m, ms_prepared *p, ms_step *s,
                        tf_tensor **fetched, tf_status *st) {
   for (int i = 0; i < p->n_parts; i++) {
-    const tf_wire_msg *r = s->replies[i];
-    const msgpack_object_array *rets = tf_wire_get_array(&r->body, "rets", "RunGraph reply", st);
-    if (rets == NULL) return st->code;
-    if ((int)rets->size != p->parts[i].n_rets) {
-      return tf_status_set(st, TF_INTERNAL, "RunGraph reply from %s has %u "
-                           "values, expected %d", s->prefixes[i], rets->size,
-                           p->parts[i].n_rets);
+    tf_msg_run_graph_reply b;
+    if (tf_msg_run_graph_reply_decode(s->replies[i], &b, st) != TF_OK) {
+      return tf_status_prefix(st, "%s", s->prefixes[i]);
     }
-    for (uint32_t k = 0; k < rets->size; k++) {
-      int f = p->parts[i].ret_fetch[k];
-      if (rets->ptr[k].type == MSGPACK_OBJECT_NIL) {
-        return tf_status_set(st, TF_INVALID_ARGUMENT, "fetch '%s' produced no "
-                             "value: it is on an untaken branch of a cond (a "
-                             "dead tensor)", p->fetches[f]);
-      }
-      if (tf_wire_unpack_tensor(r, &rets->ptr[k], &fetched[f], st) != TF_OK) {
-        return tf_status_prefix(st, "RunGraph reply from %s: fetch '%s'",
-                                s->prefixes[i], p->fetches[f]);
-      }
+    tf_code rc = take_fetches(p, s, i, &b, fetched, st);
+    for (int k = 0; rc == TF_OK && k < b.n_timings; k++) {
+      const tf_msg_timing *t = &b.timings[k];
+      tf_cost_model_record(m->costs, t->node, t->end_ns - t->start_ns);
     }
-    const msgpack_object *tm = tf_wire_get(&r->body, "timings");
-    for (uint32_t k = 0; tm && tm->type == MSGPACK_OBJECT_ARRAY && k < tm->via.array.size; k++) {
-      const msgpack_object *e = &tm->via.array.ptr[k];
-      if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 3) continue;
-      char *name = tf_wire_strdup(&e->via.array.ptr[0]);
-      int64_t t0 = e->via.array.ptr[1].via.i64, t1 = e->via.array.ptr[2].via.i64;
-      if (name != NULL && t1 >= t0) tf_cost_model_record(m->costs, name, t1 - t0);
-      free(name);
-    }
+    tf_msg_run_graph_reply_fini(&b);
+    if (rc != TF_OK) return rc;
   }
   return TF_OK;
 }

@@ -64,22 +64,20 @@ void tf__ms_session_put(tf_master *m, ms_session *s) {
   tf__ref_put(&s->refs, session_release, s);
 }
 
-/* Adds the nodes of the "graph" field of req's body to g. */
-static tf_code add_nodes(tf_graph *g, const tf_wire_msg *req, const char *what,
+/* Adds the nodes of a graph sent in msgpack form (len bytes at buf) to g. */
+static tf_code add_nodes(tf_graph *g, const void *buf, size_t len, const char *what,
                          tf_status *st) {
-  const msgpack_object *bin = tf_wire_get(&req->body, "graph");
-  if (bin == NULL) return TF_OK;
-  if (bin->type != MSGPACK_OBJECT_BIN) {
-    return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: field 'graph' is not "
-                         "binary", what);
-  }
-  if (tf_graph_from_msgpack(g, bin->via.bin.ptr, bin->via.bin.size, st) != TF_OK) {
+  if (tf_graph_from_msgpack(g, buf, len, st) != TF_OK) {
     return tf_status_prefix(st, "%s", what);
   }
   return TF_OK;
 }
 
 nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *st) {
+  tf_msg_create_session_req rq;
+  if (tf_msg_create_session_req_decode(req, &rq, st) != TF_OK) {
+    return NULL;
+  }
   pthread_mutex_lock(&m->mu);
   bool draining = m->draining;
   pthread_mutex_unlock(&m->mu);
@@ -96,7 +94,7 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   pthread_mutex_init(&s->mu, NULL);
   tf__strmap_init(&s->cache);
   s->g = tf_graph_new();
-  if (add_nodes(s->g, req, "CreateSession", st) != TF_OK) {
+  if (rq.has_graph && add_nodes(s->g, rq.graph, rq.graph_len, "CreateSession", st) != TF_OK) {
     tf__ms_session_destroy(s);
     return NULL;
   }
@@ -111,26 +109,24 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   m->n_sessions++;
   pthread_mutex_unlock(&m->mu);
   tf_log(LOG_INFO, "session %s created (%d nodes)", key, tf_graph_num_nodes(s->g));
-  tf_wire_writer *wr = tf_wire_reply_writer(req);
-  msgpack_packer *pk = tf_wire_body(wr);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 1);
-  tf__mp_map_key(&body, "session");
-  msgpack_pack_uint64(pk, s->handle);
-  tf__mp_map_end(&body);
+  tf_msg_create_session_reply b = {.session = s->handle};
+  tf_wire_writer *wr = tf__ms_reply_writer(m, req);
+  tf_msg_create_session_reply_encode(wr, &b);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
 }
 
 nng_msg *tf__ms_extend_session(tf_master *m, const tf_wire_msg *req, tf_status *st) {
+  tf_msg_extend_session_req rq;
+  if (tf_msg_extend_session_req_decode(req, &rq, st) != TF_OK) return NULL;
   ms_session *s = tf__ms_session_get(m, req->h.session, st);
   if (s == NULL) return NULL;
   pthread_mutex_lock(&s->mu);
-  tf_code rc = add_nodes(s->g, req, "ExtendSession", st);
+  tf_code rc = add_nodes(s->g, rq.graph, rq.graph_len, "ExtendSession", st);
   pthread_mutex_unlock(&s->mu);
   tf__ms_session_put(m, s);
-  return rc == TF_OK ? tf__ms_empty_reply(req, st) : NULL;
+  return rc == TF_OK ? tf__ms_empty_reply(m, req, st) : NULL;
 }
 
 /* Deregisters a closed session's partitions (best effort, not waited). */
@@ -138,15 +134,11 @@ static void deregister_all(tf_master *m, ms_session *s) {
   for (size_t i = 0; i < s->cache.cap; i++) {
     ms_prepared *p = s->cache.keys[i] ? s->cache.vals[i] : NULL;
     for (int k = 0; p != NULL && k < p->n_parts; k++) {
-      tf_wire_header h = tf__ms_header(TF_M_DEREGISTER_GRAPH, s->handle, 0,
-                                       m->spec->rpc_timeout_ms);
+      tf_wire_header h = tf__ms_header(m, p->parts[k].task, TF_M_DEREGISTER_GRAPH,
+                                       s->handle, 0, m->spec->rpc_timeout_ms);
       tf_wire_writer *wr = tf_wire_writer_new(&h);
-      msgpack_packer *pk = tf_wire_body(wr);
-      tf__mp_map body;
-      tf__mp_map_begin(&body, pk, 1);
-      tf__mp_map_key(&body, "handle");
-      msgpack_pack_uint64(pk, p->parts[k].handle);
-      tf__mp_map_end(&body);
+      tf_msg_deregister_graph_req b = {.handle = p->parts[k].handle};
+      tf_msg_deregister_graph_req_encode(wr, &b);
       nng_msg *msg = NULL;
       tf_wire_msg *reply = NULL;
       tf_status st;
@@ -183,5 +175,5 @@ nng_msg *tf__ms_close_session(tf_master *m, const tf_wire_msg *req, tf_status *s
   pthread_mutex_unlock(&s->mu);
   tf_log(LOG_INFO, "session %s closed", key);
   tf__ms_session_put(m, s); /* the table's */
-  return tf__ms_empty_reply(req, st);
+  return tf__ms_empty_reply(m, req, st);
 }

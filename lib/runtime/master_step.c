@@ -22,71 +22,6 @@
 #include "tf/serialize.h"
 
 
-static void free_strs(char **v, int n) {
-  for (int i = 0; v != NULL && i < n; i++) free(v[i]);
-  free(v);
-}
-
-/* ---- the request ---------------------------------------------------------- */
-
-typedef struct step_req {
-  int n_feeds, n_fetches, n_targets;
-  char **feed_names;
-  tf_tensor **feed_values;
-  char **fetch_names;
-  char **target_names;
-  bool trace;
-} step_req;
-
-static void step_req_fini(step_req *r) {
-  free_strs(r->feed_names, r->n_feeds);
-  for (int i = 0; r->feed_values && i < r->n_feeds; i++) tf_tensor_unref(r->feed_values[i]);
-  free(r->feed_values);
-  free_strs(r->fetch_names, r->n_fetches);
-  free_strs(r->target_names, r->n_targets);
-}
-
-static tf_code get_names(const tf_wire_msg *req, const char *key, char ***out,
-                         int *n, tf_status *st) {
-  const msgpack_object_array *a = tf_wire_get_array(&req->body, key, "RunStep", st);
-  if (a == NULL) return st->code;
-  *out = tf__xcalloc(a->size + 1, sizeof **out);
-  for (uint32_t i = 0; i < a->size; i++) {
-    (*out)[i] = tf_wire_strdup(&a->ptr[i]);
-    if ((*out)[i] == NULL) {
-      return tf_status_set(st, TF_INVALID_ARGUMENT, "RunStep: %s[%u] is not a "
-                           "string", key, i);
-    }
-    (*n)++;
-  }
-  return TF_OK;
-}
-
-static tf_code parse_step(const tf_wire_msg *req, step_req *r, tf_status *st) {
-  memset(r, 0, sizeof *r);
-  const msgpack_object_array *f = tf_wire_get_array(&req->body, "feeds", "RunStep", st);
-  if (f == NULL) return st->code;
-  r->feed_names = tf__xcalloc(f->size + 1, sizeof *r->feed_names);
-  r->feed_values = tf__xcalloc(f->size + 1, sizeof *r->feed_values);
-  for (uint32_t i = 0; i < f->size; i++) {
-    const msgpack_object *e = &f->ptr[i];
-    if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
-        (r->feed_names[i] = tf_wire_strdup(&e->via.array.ptr[0])) == NULL) {
-      return tf_status_set(st, TF_INVALID_ARGUMENT, "RunStep: feeds[%u] is not "
-                           "[name, tensor]", i);
-    }
-    r->n_feeds++;
-    if (tf_wire_unpack_tensor(req, &e->via.array.ptr[1], &r->feed_values[i], st) != TF_OK) {
-      return tf_status_prefix(st, "RunStep: feed '%s'", r->feed_names[i]);
-    }
-  }
-  TF_TRY(get_names(req, "fetches", &r->fetch_names, &r->n_fetches, st));
-  TF_TRY(get_names(req, "targets", &r->target_names, &r->n_targets, st));
-  const msgpack_object *t = tf_wire_get(&req->body, "trace");
-  r->trace = t != NULL && t->type == MSGPACK_OBJECT_BOOLEAN && t->via.boolean;
-  return TF_OK;
-}
-
 /* ---- building a signature ------------------------------------------------- */
 
 static int *dup_ints(const int *v, int n) {
@@ -100,24 +35,24 @@ static tf_code register_part(tf_master *m, ms_session *s, const tf_partition *pt
   void *buf = NULL;
   size_t len = 0;
   TF_TRY(tf_graph_to_msgpack(pt->g, &buf, &len, st));
-  tf_wire_header h = tf__ms_header(TF_M_REGISTER_GRAPH, s->handle, 0,
+  tf_wire_header h = tf__ms_header(m, mp->task, TF_M_REGISTER_GRAPH, s->handle, 0,
                                    m->spec->rpc_timeout_ms);
   tf_wire_writer *wr = tf_wire_writer_new(&h);
-  msgpack_packer *pk = tf_wire_body(wr);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 1);
-  tf__mp_map_key(&body, "graph");
-  msgpack_pack_bin(pk, len);
-  msgpack_pack_bin_body(pk, buf, len);
-  tf__mp_map_end(&body);
+  tf_msg_register_graph_req b = {.graph = buf, .graph_len = len};
+  tf_msg_register_graph_req_encode(wr, &b);
   free(buf);
   nng_msg *msg = NULL;
   tf_wire_msg *reply = NULL;
   TF_TRY(tf_wire_finish(wr, &msg, st));
   TF_TRY(tf_rpc_call(m->tasks[mp->task].client, msg, m->spec->rpc_timeout_ms,
                      &reply, st));
-  tf_code rc = tf_wire_get_u64(&reply->body, "handle", "RegisterGraph reply",
-                               &mp->handle, st);
+  tf_msg_register_graph_reply rb;
+  tf_code rc = tf_msg_register_graph_reply_decode(reply, &rb, st);
+  if (rc == TF_OK) {
+    mp->handle = rb.handle;
+  } else {
+    tf_status_prefix(st, "%s", m->tasks[mp->task].prefix);
+  }
   tf_wire_msg_free(reply);
   return rc;
 }
@@ -220,7 +155,7 @@ static tf_code lookup(tf_master *m, ms_session *s, const tf__sig *sig,
 /* Feeds by sorted index, checked against the graph's types. (A feed given
  * twice was refused by tf__sig_build.) */
 static tf_code order_feeds(const ms_prepared *p, const tf__sig *sig,
-                           const step_req *r, tf_tensor **by_index,
+                           const tf_msg_run_step_req *r, tf_tensor **by_index,
                            tf_status *st) {
   for (int i = 0; i < r->n_feeds; i++) {
     int k = sig->feed_pos[i];
@@ -236,18 +171,15 @@ static tf_code order_feeds(const ms_prepared *p, const tf__sig *sig,
   return TF_OK;
 }
 
-static nng_msg *step_reply(const tf_wire_msg *req, const tf__sig *sig,
+static nng_msg *step_reply(tf_master *m, const tf_wire_msg *req, const tf__sig *sig,
                            tf_tensor **fetched, tf_status *st) {
-  tf_wire_writer *wr = tf_wire_reply_writer(req);
-  msgpack_packer *pk = tf_wire_body(wr);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 1);
-  tf__mp_map_key(&body, "fetches");
-  msgpack_pack_array(pk, (size_t)sig->n_fetch_args);
-  for (int i = 0; i < sig->n_fetch_args; i++) {
-    tf_wire_pack_tensor(wr, fetched[sig->fetch_pos[i]]);
-  }
-  tf__mp_map_end(&body);
+  int n = sig->n_fetch_args;
+  tf_tensor **out = tf__xcalloc((size_t)n + 1, sizeof *out);
+  for (int i = 0; i < n; i++) out[i] = fetched[sig->fetch_pos[i]];
+  tf_msg_run_step_reply b = {.n_fetches = n, .fetches = out};
+  tf_wire_writer *wr = tf__ms_reply_writer(m, req);
+  tf_msg_run_step_reply_encode(wr, &b);
+  free(out);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
@@ -266,7 +198,7 @@ static bool task_restarted(tf_master *m, const ms_prepared *p) {
 }
 
 static nng_msg *run_signature(tf_master *m, ms_session *s, const tf_wire_msg *req,
-                              const step_req *r, const tf__sig *sig,
+                              const tf_msg_run_step_req *r, const tf__sig *sig,
                               tf_status *st) {
   int64_t deadline_ms = req->h.deadline_ms > 0 ? req->h.deadline_ms
                                                : m->spec->step_timeout_ms;
@@ -282,7 +214,7 @@ static nng_msg *run_signature(tf_master *m, ms_session *s, const tf_wire_msg *re
     if (rc == TF_OK) {
       rc = tf__ms_run_partitions(m, s, p, by_index, deadline_ms, r->trace, fetched, st);
     }
-    if (rc == TF_OK) reply = step_reply(req, sig, fetched, st);
+    if (rc == TF_OK) reply = step_reply(m, req, sig, fetched, st);
     for (int i = 0; i < no; i++) tf_tensor_unref(fetched[i]);
     free(fetched);
     free(by_index);
@@ -294,17 +226,15 @@ static nng_msg *run_signature(tf_master *m, ms_session *s, const tf_wire_msg *re
 }
 
 nng_msg *tf__ms_run_step(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  step_req r;
-  if (parse_step(req, &r, st) != TF_OK) {
-    step_req_fini(&r);
+  tf_msg_run_step_req r;
+  if (tf_msg_run_step_req_decode(req, &r, st) != TF_OK) {
     return NULL;
   }
   tf__sig sig;
-  if (tf__sig_build(&sig, (const char *const *)r.feed_names, r.n_feeds,
-                    (const char *const *)r.fetch_names, r.n_fetches,
-                    (const char *const *)r.target_names, r.n_targets, st) != TF_OK) {
+  if (tf__sig_build(&sig, r.feed_names, r.n_feeds, r.fetches, r.n_fetches,
+                    r.targets, r.n_targets, st) != TF_OK) {
     tf_status_prefix(st, "RunStep");
-    step_req_fini(&r);
+    tf_msg_run_step_req_fini(&r);
     return NULL;
   }
   ms_session *s = tf__ms_session_get(m, req->h.session, st);
@@ -314,6 +244,6 @@ nng_msg *tf__ms_run_step(tf_master *m, const tf_wire_msg *req, tf_status *st) {
     tf__ms_session_put(m, s);
   }
   tf__sig_fini(&sig);
-  step_req_fini(&r);
+  tf_msg_run_step_req_fini(&r);
   return reply;
 }

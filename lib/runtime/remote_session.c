@@ -12,10 +12,9 @@
 #include "lib/core/serialize/serialize_util.h"
 #include "lib/core/exec/remote.h"
 #include "lib/core/base/util.h"
+#include "lib/transport/messages.h"
 #include "lib/transport/rpc.h"
 
-/* Control calls (create, extend, close, reset); steps use their own. */
-#define CONTROL_TIMEOUT_MS 60000
 /* A step without timeout_ms waits this long for the master's answer; the
  * master itself fails steps on tasks that go down. */
 #define NO_DEADLINE_RPC_MS (24LL * 3600 * 1000)
@@ -25,12 +24,15 @@ typedef struct remote {
   tf_rpc_client *c;
   uint64_t session;
   char *target;
+  int64_t control_ms; /* control calls (create, extend, close, reset) */
 } remote;
 
+/* A request from this client (from "") to the master. */
 static tf_wire_writer *request(const remote *r, int method, int64_t deadline_ms) {
   tf_wire_header h = {.version = TF_WIRE_VERSION, .method = method,
                       .request_id = tf_rpc_new_request_id(),
-                      .session = r->session, .deadline_ms = deadline_ms};
+                      .session = r->session, .deadline_ms = deadline_ms,
+                      .from = "", .to = TF_MSG_MASTER_TASK};
   return tf_wire_writer_new(&h);
 }
 
@@ -44,36 +46,33 @@ static tf_wire_msg *call(remote *r, tf_wire_writer *wr, int64_t timeout_ms,
   return reply;
 }
 
-static tf_code pack_graph(msgpack_packer *pk, const tf_graph *g, int from,
+/* Packs g's nodes from index `from` on as an ExtendSession body. */
+static tf_code pack_graph(tf_wire_writer *wr, const tf_graph *g, int from,
                           tf_status *st) {
   void *buf = NULL;
   size_t len = 0;
   TF_TRY(tf__graph_nodes_to_msgpack(g, from, &buf, &len, st));
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 1);
-  tf__mp_map_key(&body, "graph");
-  msgpack_pack_bin(pk, len);
-  msgpack_pack_bin_body(pk, buf, len);
-  tf__mp_map_end(&body);
+  tf_msg_extend_session_req b = {.graph = buf, .graph_len = len};
+  tf_msg_extend_session_req_encode(wr, &b);
   free(buf);
   return TF_OK;
 }
 
-static void *r_open(const char *target, tf_status *st) {
+static void *r_open(const char *target, int64_t rpc_timeout_ms, tf_status *st) {
   remote *r = tf__xcalloc(1, sizeof *r);
   r->target = tf__xstrdup(target);
+  r->control_ms = rpc_timeout_ms;
   if (tf_rpc_client_new(target, 0, &r->c, st) != TF_OK) {
     free(r->target);
     free(r);
     return NULL;
   }
-  tf_wire_writer *wr = request(r, TF_M_CREATE_SESSION, CONTROL_TIMEOUT_MS);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, tf_wire_body(wr), 0);
-  tf__mp_map_end(&body);
-  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
-  if (reply == NULL ||
-      tf_wire_get_u64(&reply->body, "session", "CreateSession reply", &r->session, st) != TF_OK) {
+  tf_wire_writer *wr = request(r, TF_M_CREATE_SESSION, r->control_ms);
+  tf_msg_create_session_req b = {.has_graph = false}; /* nodes come with Extend */
+  tf_msg_create_session_req_encode(wr, &b);
+  tf_wire_msg *reply = call(r, wr, r->control_ms, st);
+  tf_msg_create_session_reply rb = {0};
+  if (reply == NULL || tf_msg_create_session_reply_decode(reply, &rb, st) != TF_OK) {
     tf_wire_msg_free(reply);
     tf_status_prefix(st, "session on %s", target);
     tf_rpc_client_free(r->c);
@@ -81,49 +80,39 @@ static void *r_open(const char *target, tf_status *st) {
     free(r);
     return NULL;
   }
+  r->session = rb.session;
   tf_wire_msg_free(reply);
   return r;
 }
 
 static tf_code r_extend(void *impl, const tf_graph *g, int from, tf_status *st) {
   remote *r = impl;
-  tf_wire_writer *wr = request(r, TF_M_EXTEND_SESSION, CONTROL_TIMEOUT_MS);
-  if (pack_graph(tf_wire_body(wr), g, from, st) != TF_OK) {
+  tf_wire_writer *wr = request(r, TF_M_EXTEND_SESSION, r->control_ms);
+  if (pack_graph(wr, g, from, st) != TF_OK) {
     tf_wire_writer_free(wr);
     return st->code;
   }
-  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_msg *reply = call(r, wr, r->control_ms, st);
   tf_wire_msg_free(reply);
   return reply ? TF_OK : st->code;
 }
 
-static void pack_names(msgpack_packer *pk, tf__mp_map *body, const char *key,
-                       const char *const *names, int n) {
-  tf__mp_map_key(body, key);
-  msgpack_pack_array(pk, (size_t)n);
-  for (int i = 0; i < n; i++) tf_wire_pack_str(pk, names[i]);
-}
-
-static tf_code unpack_fetches(const tf_wire_msg *reply,
-                              const char *const *names, tf_tensor **out, int n,
+/* The fetches of a RunStep reply into out[0..n) (new references). */
+static tf_code unpack_fetches(const tf_wire_msg *reply, tf_tensor **out, int n,
                               tf_status *st) {
-  const msgpack_object_array *a = tf_wire_get_array(&reply->body, "fetches",
-                                                    "RunStep reply", st);
-  if (a == NULL) return st->code;
-  if ((int)a->size != n) {
-    return tf_status_set(st, TF_INTERNAL, "RunStep reply has %u fetches, "
-                         "expected %d", a->size, n);
+  tf_msg_run_step_reply b;
+  TF_TRY(tf_msg_run_step_reply_decode(reply, &b, st));
+  tf_code rc = TF_OK;
+  if (b.n_fetches != n) {
+    rc = tf_status_set(st, TF_INTERNAL, "RunStep reply has %d fetches, "
+                       "expected %d", b.n_fetches, n);
   }
-  for (int i = 0; i < n; i++) {
-    if (tf_wire_unpack_tensor(reply, &a->ptr[i], &out[i], st) != TF_OK) {
-      for (int k = 0; k < i; k++) {
-        tf_tensor_unref(out[k]);
-        out[k] = NULL;
-      }
-      return tf_status_prefix(st, "RunStep reply: fetch '%s'", names[i]);
-    }
+  for (int i = 0; rc == TF_OK && i < n; i++) {
+    out[i] = b.fetches[i];
+    b.fetches[i] = NULL;
   }
-  return TF_OK;
+  tf_msg_run_step_reply_fini(&b);
+  return rc;
 }
 
 static tf_code r_run(void *impl, const tf_run_options *opts,
@@ -135,29 +124,16 @@ static tf_code r_run(void *impl, const tf_run_options *opts,
   remote *r = impl;
   int64_t timeout = opts && opts->timeout_ms > 0 ? opts->timeout_ms : 0;
   tf_wire_writer *wr = request(r, TF_M_RUN_STEP, timeout);
-  msgpack_packer *pk = tf_wire_body(wr);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 4);
-  tf__mp_map_key(&body, "feeds");
-  msgpack_pack_array(pk, (size_t)n_feeds);
-  for (int i = 0; i < n_feeds; i++) {
-    msgpack_pack_array(pk, 2);
-    tf_wire_pack_str(pk, feed_names[i]);
-    tf_wire_pack_tensor(wr, feed_values[i]);
-  }
-  pack_names(pk, &body, "fetches", fetch_names, n_fetches);
-  pack_names(pk, &body, "targets", target_names, n_targets);
-  tf__mp_map_key(&body, "trace");
-  if (opts && opts->trace) {
-    msgpack_pack_true(pk);
-  } else {
-    msgpack_pack_false(pk);
-  }
-  tf__mp_map_end(&body);
+  tf_msg_run_step_req b = {.n_feeds = n_feeds, .feed_names = (const char **)feed_names,
+                           .feed_values = (tf_tensor **)feed_values,
+                           .n_fetches = n_fetches, .fetches = (const char **)fetch_names,
+                           .n_targets = n_targets, .targets = (const char **)target_names,
+                           .trace = opts && opts->trace};
+  tf_msg_run_step_req_encode(wr, &b);
   int64_t rpc_ms = timeout > 0 ? timeout + RPC_GRACE_MS : NO_DEADLINE_RPC_MS;
   tf_wire_msg *reply = call(r, wr, rpc_ms, st);
   if (reply == NULL) return st->code;
-  tf_code rc = unpack_fetches(reply, fetch_names, fetch_values, n_fetches, st);
+  tf_code rc = unpack_fetches(reply, fetch_values, n_fetches, st);
   tf_wire_msg_free(reply);
   if (meta != NULL) memset(meta, 0, sizeof *meta);
   return rc;
@@ -166,13 +142,10 @@ static tf_code r_run(void *impl, const tf_run_options *opts,
 static tf_code r_reset(void *impl, const char *const *containers, int n,
                        tf_status *st) {
   remote *r = impl;
-  tf_wire_writer *wr = request(r, TF_M_RESET, CONTROL_TIMEOUT_MS);
-  msgpack_packer *pk = tf_wire_body(wr);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 1);
-  pack_names(pk, &body, "containers", containers, n);
-  tf__mp_map_end(&body);
-  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_writer *wr = request(r, TF_M_RESET, r->control_ms);
+  tf_msg_reset_req b = {.n_containers = n, .containers = (const char **)containers};
+  tf_msg_reset_req_encode(wr, &b);
+  tf_wire_msg *reply = call(r, wr, r->control_ms, st);
   tf_wire_msg_free(reply);
   return reply ? TF_OK : st->code;
 }
@@ -180,8 +153,8 @@ static tf_code r_reset(void *impl, const char *const *containers, int n,
 static tf_code r_close(void *impl, tf_status *st) {
   remote *r = impl;
   if (r->session == 0) return TF_OK;
-  tf_wire_writer *wr = request(r, TF_M_CLOSE_SESSION, CONTROL_TIMEOUT_MS);
-  tf_wire_msg *reply = call(r, wr, CONTROL_TIMEOUT_MS, st);
+  tf_wire_writer *wr = request(r, TF_M_CLOSE_SESSION, r->control_ms);
+  tf_wire_msg *reply = call(r, wr, r->control_ms, st);
   tf_wire_msg_free(reply);
   r->session = 0;
   return reply ? TF_OK : st->code;

@@ -17,9 +17,13 @@
 #include "tf/serialize.h"
 
 
-nng_msg *tf__wk_empty_reply(const tf_wire_msg *req, tf_status *st) {
+tf_wire_writer *tf__wk_reply_writer(const tf_worker *w, const tf_wire_msg *req) {
+  return tf_msg_reply_writer(req, w->task_prefix, w->incarnation);
+}
+
+nng_msg *tf__wk_empty_reply(const tf_worker *w, const tf_wire_msg *req, tf_status *st) {
   nng_msg *m = NULL;
-  tf_wire_finish(tf_wire_reply_writer(req), &m, st);
+  tf_wire_finish(tf__wk_reply_writer(w, req), &m, st);
   return m;
 }
 
@@ -36,40 +40,18 @@ tf_rpc_client *tf__wk_client(tf_worker *w, const char *url, tf_status *st) {
 /* ---- GetStatus ------------------------------------------------------------ */
 
 static nng_msg *get_status(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
-  tf_wire_writer *wr = tf_wire_reply_writer(req);
-  msgpack_packer *pk = tf_wire_body(wr);
   pthread_mutex_lock(&w->mu);
   int running = w->n_steps, graphs = w->n_graphs;
   pthread_mutex_unlock(&w->mu);
-  tf__mp_map body, dev;
-  tf__mp_map_begin(&body, pk, 9);
-  tf__mp_map_key(&body, "job");
-  tf_wire_pack_str(pk, w->job);
-  tf__mp_map_key(&body, "task");
-  msgpack_pack_int(pk, w->task);
-  tf__mp_map_key(&body, "incarnation");
-  msgpack_pack_uint64(pk, w->incarnation);
-  tf__mp_map_key(&body, "devices");
-  msgpack_pack_array(pk, 1);
-  tf__mp_map_begin(&dev, pk, 3);
-  tf__mp_map_key(&dev, "name");
-  tf_wire_pack_str(pk, w->dev_name);
-  tf__mp_map_key(&dev, "type");
-  tf_wire_pack_str(pk, "CPU");
-  tf__mp_map_key(&dev, "incarnation");
-  msgpack_pack_uint64(pk, w->incarnation);
-  tf__mp_map_end(&dev);
-  tf__mp_map_key(&body, "running_steps");
-  msgpack_pack_int(pk, running);
-  tf__mp_map_key(&body, "step_tables");
-  msgpack_pack_int(pk, tf_rdv_mgr_live_steps(w->rdv));
-  tf__mp_map_key(&body, "buffered_bytes");
-  msgpack_pack_int64(pk, tf_rdv_mgr_buffered_bytes(w->rdv));
-  tf__mp_map_key(&body, "graphs");
-  msgpack_pack_int(pk, graphs);
-  tf__mp_map_key(&body, "steps_run");
-  msgpack_pack_uint64(pk, atomic_load(&w->steps_run));
-  tf__mp_map_end(&body);
+  tf_msg_status_device dev = {w->dev_name, "CPU", w->incarnation};
+  tf_msg_get_status_reply b = {
+      .job = w->job, .task = w->task, .incarnation = w->incarnation,
+      .n_devices = 1, .devices = &dev, .has = TF_MSG_STATUS_WORKER,
+      .running_steps = running, .step_tables = tf_rdv_mgr_live_steps(w->rdv),
+      .buffered_bytes = tf_rdv_mgr_buffered_bytes(w->rdv), .graphs = graphs,
+      .steps_run = atomic_load(&w->steps_run)};
+  tf_wire_writer *wr = tf__wk_reply_writer(w, req);
+  tf_msg_get_status_reply_encode(wr, &b);
   nng_msg *m = NULL;
   tf_wire_finish(wr, &m, st);
   return m;
@@ -85,10 +67,8 @@ static void graph_free(wk_graph *g) {
 
 static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
                                tf_status *st) {
-  const msgpack_object *bin = tf_wire_get(&req->body, "graph");
-  if (bin == NULL || bin->type != MSGPACK_OBJECT_BIN) {
-    tf_status_set(st, TF_INVALID_ARGUMENT, "RegisterGraph: field 'graph' "
-                  "missing or not binary");
+  tf_msg_register_graph_req rq;
+  if (tf_msg_register_graph_req_decode(req, &rq, st) != TF_OK) {
     return NULL;
   }
   wk_graph *g = tf__xcalloc(1, sizeof *g);
@@ -96,7 +76,7 @@ static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
   g->session = req->h.session;
   g->g = tf__graph_new_internal(); /* a partition: _arg_0, _retval_0, ... */
   tf_executor_opts eo = {.device = &w->dev, .runner = w->runner};
-  if (tf_graph_from_msgpack(g->g, bin->via.bin.ptr, bin->via.bin.size, st) != TF_OK ||
+  if (tf_graph_from_msgpack(g->g, rq.graph, rq.graph_len, st) != TF_OK ||
       tf_executor_new(g->g, &eo, &g->ex, st) != TF_OK) {
     tf_status_prefix(st, "RegisterGraph on %s", w->task_prefix);
     graph_free(g);
@@ -111,13 +91,9 @@ static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
   pthread_mutex_unlock(&w->mu);
   tf_log(LOG_DEBUG, "registered graph %s (%d nodes) for session %016" PRIx64,
          key, tf_graph_num_nodes(g->g), g->session);
-  tf_wire_writer *wr = tf_wire_reply_writer(req);
-  msgpack_packer *pk = tf_wire_body(wr);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 1);
-  tf__mp_map_key(&body, "handle");
-  msgpack_pack_uint64(pk, g->handle);
-  tf__mp_map_end(&body);
+  tf_msg_register_graph_reply b = {.handle = g->handle};
+  tf_wire_writer *wr = tf__wk_reply_writer(w, req);
+  tf_msg_register_graph_reply_encode(wr, &b);
   nng_msg *m = NULL;
   tf_wire_finish(wr, &m, st);
   return m;
@@ -146,12 +122,12 @@ void tf__wk_graph_put(tf_worker *w, wk_graph *g) {
 
 static nng_msg *deregister_graph(tf_worker *w, const tf_wire_msg *req,
                                  tf_status *st) {
-  uint64_t handle;
-  if (tf_wire_get_u64(&req->body, "handle", "DeregisterGraph", &handle, st) != TF_OK) {
+  tf_msg_deregister_graph_req rq;
+  if (tf_msg_deregister_graph_req_decode(req, &rq, st) != TF_OK) {
     return NULL;
   }
   char key[24];
-  snprintf(key, sizeof key, "%016" PRIx64, handle);
+  snprintf(key, sizeof key, "%016" PRIx64, rq.handle);
   pthread_mutex_lock(&w->mu);
   wk_graph *g = tf__strmap_get(&w->graphs, key, NULL);
   if (g != NULL) {
@@ -160,24 +136,20 @@ static nng_msg *deregister_graph(tf_worker *w, const tf_wire_msg *req,
   }
   pthread_mutex_unlock(&w->mu);
   if (g != NULL) tf__wk_graph_put(w, g);
-  return tf__wk_empty_reply(req, st);
+  return tf__wk_empty_reply(w, req, st);
 }
 
 /* ---- steps ---------------------------------------------------------------- */
 
 static nng_msg *abort_step(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
-  int64_t code = TF_ABORTED;
-  char *msg = NULL;
-  const msgpack_object *c = tf_wire_get(&req->body, "code");
-  if (c != NULL && c->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-      c->via.u64 > 0 && c->via.u64 <= TF_UNAUTHENTICATED) {
-    code = (int64_t)c->via.u64;
+  tf_msg_abort_step_req rq;
+  if (tf_msg_abort_step_req_decode(req, &rq, st) != TF_OK) {
+    return NULL;
   }
-  const msgpack_object *mo = tf_wire_get(&req->body, "msg");
-  msg = mo ? tf_wire_strdup(mo) : NULL;
   tf_status why;
-  tf_status_set(&why, (tf_code)code, "step %" PRIu64 " aborted: %s",
-                req->h.step_id, msg ? msg : "(no reason given)");
+  tf_status_set(&why, rq.code, "step %" PRIu64 " aborted: %s", req->h.step_id,
+                rq.msg[0] != '\0' ? rq.msg : "(no reason given)");
+  tf_msg_abort_step_req_fini(&rq);
   pthread_mutex_lock(&w->mu);
   for (int i = 0; i < w->n_steps; i++) {
     if (w->steps[i].step_id == req->h.step_id) {
@@ -186,26 +158,25 @@ static nng_msg *abort_step(tf_worker *w, const tf_wire_msg *req, tf_status *st) 
   }
   pthread_mutex_unlock(&w->mu);
   tf_rdv_mgr_abort(w->rdv, req->h.step_id, &why);
-  free(msg);
-  return tf__wk_empty_reply(req, st);
+  return tf__wk_empty_reply(w, req, st);
 }
 
 static nng_msg *cleanup_graph(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
   tf_rdv_mgr_cleanup(w->rdv, req->h.step_id);
-  return tf__wk_empty_reply(req, st);
+  return tf__wk_empty_reply(w, req, st);
 }
 
 static nng_msg *worker_reset(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
-  const msgpack_object_array *a = tf_wire_get_array(&req->body, "containers",
-                                                    "WorkerReset", st);
-  if (a == NULL) return NULL;
-  if (a->size == 0) tf_resource_mgr_reset(w->res, "");
-  for (uint32_t i = 0; i < a->size; i++) {
-    char *c = tf_wire_strdup(&a->ptr[i]);
-    tf_resource_mgr_reset(w->res, c ? c : "");
-    free(c);
+  tf_msg_worker_reset_req rq;
+  if (tf_msg_worker_reset_req_decode(req, &rq, st) != TF_OK) {
+    return NULL;
   }
-  return tf__wk_empty_reply(req, st);
+  if (rq.n_containers == 0) tf_resource_mgr_reset(w->res, "");
+  for (int i = 0; i < rq.n_containers; i++) {
+    tf_resource_mgr_reset(w->res, rq.containers[i]);
+  }
+  tf_msg_worker_reset_req_fini(&rq);
+  return tf__wk_empty_reply(w, req, st);
 }
 
 static nng_msg *handle(void *arg, const tf_wire_msg *req, tf_status *st) {
@@ -253,7 +224,7 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
   pthread_cond_init(&w->idle_cv, NULL);
   tf__strmap_init(&w->graphs);
   tf__strmap_init(&w->clients);
-  tf_code rc = tf_rpc_server_start(url, spec->rpc_threads, spec->max_message_bytes,
+  tf_code rc = tf_rpc_server_start_sync(url, spec->rpc_threads, spec->max_message_bytes,
                                    handle, w, &w->srv, st);
   if (rc != TF_OK) {
     tf_status_prefix(st, "worker %s", w->task_prefix);

@@ -16,6 +16,7 @@
 #include "lib/core/base/workqueue.h"
 #include "lib/rendezvous/rendezvous_mgr.h"
 #include "lib/runtime/worker.h"
+#include "lib/transport/messages.h"
 #include "lib/transport/rpc.h"
 
 /* A registered partition: its graph and executor, shared by the steps
@@ -59,8 +60,11 @@ struct tf_worker {
   _Atomic uint64_t steps_run;
 };
 
+/* A writer for the OK reply to req, from this task (its name and
+ * incarnation in the header). */
+tf_wire_writer *tf__wk_reply_writer(const tf_worker *w, const tf_wire_msg *req);
 /* A reply with a nil body. */
-nng_msg *tf__wk_empty_reply(const tf_wire_msg *req, tf_status *st);
+nng_msg *tf__wk_empty_reply(const tf_worker *w, const tf_wire_msg *req, tf_status *st);
 /* The client for task URL url (made once, kept until the worker ends). */
 tf_rpc_client *tf__wk_client(tf_worker *w, const char *url, tf_status *st);
 

@@ -52,80 +52,33 @@ static void step_end(tf_worker *w, tf_cancel *c) {
 
 /* ---- RunGraph ------------------------------------------------------------- */
 
-typedef struct run_req {
-  uint64_t handle;
-  int n_args, n_rets;
-  tf_tensor **args;
-  bool trace;
-} run_req;
-
-static void run_req_fini(run_req *r) {
-  for (int i = 0; i < r->n_args; i++) tf_tensor_unref(r->args[i]);
-  free(r->args);
-}
-
-static tf_code parse_run(const tf_wire_msg *req, run_req *r, tf_status *st) {
-  memset(r, 0, sizeof *r);
-  TF_TRY(tf_wire_get_u64(&req->body, "handle", "RunGraph", &r->handle, st));
-  int64_t n_rets;
-  TF_TRY(tf_wire_get_i64(&req->body, "n_rets", "RunGraph", &n_rets, st));
-  if (n_rets < 0 || n_rets > 1000000) {
-    return tf_status_set(st, TF_INVALID_ARGUMENT, "RunGraph: n_rets %" PRId64
-                         " out of range", n_rets);
+static nng_msg *run_reply(tf_worker *w, const tf_wire_msg *req, wk_graph *g,
+                          tf_tensor **rets, int n_rets, const tf_exec_trace *tr,
+                          tf_status *st) {
+  int n = tr != NULL ? tr->n : 0;
+  tf_msg_timing *tm = tf__xcalloc((size_t)n + 1, sizeof *tm);
+  for (int i = 0; i < n; i++) {
+    tm[i] = (tf_msg_timing){tf_node_name(tf_graph_node(g->g, tr->stats[i].node)),
+                            tr->stats[i].start_ns, tr->stats[i].end_ns};
   }
-  r->n_rets = (int)n_rets;
-  const msgpack_object *t = tf_wire_get(&req->body, "trace");
-  r->trace = t != NULL && t->type == MSGPACK_OBJECT_BOOLEAN && t->via.boolean;
-  const msgpack_object_array *a = tf_wire_get_array(&req->body, "args", "RunGraph", st);
-  if (a == NULL) return st->code;
-  r->args = tf__xcalloc(a->size + 1, sizeof *r->args);
-  for (uint32_t i = 0; i < a->size; i++) {
-    if (tf_wire_unpack_tensor(req, &a->ptr[i], &r->args[i], st) != TF_OK) {
-      return tf_status_prefix(st, "RunGraph: args[%u]", i);
-    }
-    r->n_args++;
-  }
-  return TF_OK;
-}
-
-static nng_msg *run_reply(const tf_wire_msg *req, wk_graph *g, tf_tensor **rets,
-                          int n_rets, const tf_exec_trace *tr, tf_status *st) {
-  tf_wire_writer *wr = tf_wire_reply_writer(req);
-  msgpack_packer *pk = tf_wire_body(wr);
-  tf__mp_map body;
-  tf__mp_map_begin(&body, pk, 2);
-  tf__mp_map_key(&body, "rets");
-  msgpack_pack_array(pk, (size_t)n_rets);
-  for (int i = 0; i < n_rets; i++) {
-    if (rets[i] == NULL) {
-      msgpack_pack_nil(pk);
-    } else {
-      tf_wire_pack_tensor(wr, rets[i]);
-    }
-  }
-  tf__mp_map_key(&body, "timings");
-  msgpack_pack_array(pk, tr ? (size_t)tr->n : 0);
-  for (int i = 0; tr != NULL && i < tr->n; i++) {
-    msgpack_pack_array(pk, 3);
-    tf_wire_pack_str(pk, tf_node_name(tf_graph_node(g->g, tr->stats[i].node)));
-    msgpack_pack_int64(pk, tr->stats[i].start_ns);
-    msgpack_pack_int64(pk, tr->stats[i].end_ns);
-  }
-  tf__mp_map_end(&body);
+  tf_msg_run_graph_reply b = {.n_rets = n_rets, .rets = rets, .n_timings = n,
+                              .timings = tm};
+  tf_wire_writer *wr = tf__wk_reply_writer(w, req);
+  tf_msg_run_graph_reply_encode(wr, &b);
+  free(tm);
   nng_msg *m = NULL;
   tf_wire_finish(wr, &m, st);
   return m;
 }
 
 nng_msg *tf__wk_run_graph(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
-  run_req r;
-  if (parse_run(req, &r, st) != TF_OK) {
-    run_req_fini(&r);
+  tf_msg_run_graph_req r;
+  if (tf_msg_run_graph_req_decode(req, &r, st) != TF_OK) {
     return NULL;
   }
   wk_graph *g = tf__wk_graph_get(w, r.handle, st);
   if (g == NULL) {
-    run_req_fini(&r);
+    tf_msg_run_graph_req_fini(&r);
     return NULL;
   }
   tf_cancel cancel;
@@ -144,7 +97,7 @@ nng_msg *tf__wk_run_graph(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
       int64_t deadline = req->h.deadline_ms > 0
                              ? tf__now_ns() + req->h.deadline_ms * 1000000 : 0;
       if (tf_executor_run(g->ex, &ctx, r.trace ? &tr : NULL, deadline, st) == TF_OK) {
-        reply = run_reply(req, g, rets, r.n_rets, r.trace ? &tr : NULL, st);
+        reply = run_reply(w, req, g, rets, r.n_rets, r.trace ? &tr : NULL, st);
         /* Every _Recv of the partition has its value and every _Send was
          * acknowledged: nothing more arrives for this step here, so its
          * table goes now (the master sends CleanupGraph only after a
@@ -164,34 +117,22 @@ nng_msg *tf__wk_run_graph(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
   free(tr.stats);
   tf_cancel_fini(&cancel);
   tf__wk_graph_put(w, g);
-  run_req_fini(&r);
+  tf_msg_run_graph_req_fini(&r);
   return reply;
 }
 
 /* ---- TensorPush ----------------------------------------------------------- */
 
 nng_msg *tf__wk_tensor_push(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
-  char *key = NULL;
-  bool dead = false;
-  tf_tensor *t = NULL;
-  nng_msg *reply = NULL;
-  if (tf_wire_get_str(&req->body, "key", "TensorPush", &key, st) == TF_OK &&
-      tf_wire_get_bool(&req->body, "dead", "TensorPush", &dead, st) == TF_OK) {
-    const msgpack_object *d = tf_wire_get(&req->body, "tensor");
-    tf_code rc = TF_OK;
-    if (!dead) {
-      rc = d == NULL ? tf_status_set(st, TF_INVALID_ARGUMENT,
-                                     "field 'tensor' missing")
-                     : tf_wire_unpack_tensor(req, d, &t, st);
-    }
-    if (rc != TF_OK) {
-      tf_status_prefix(st, "TensorPush '%s'", key);
-    } else if (tf_rdv_mgr_deliver(w->rdv, req->h.step_id, key, t, dead, st) == TF_OK) {
-      reply = tf__wk_empty_reply(req, st);
-    }
+  tf_msg_tensor_push_req p;
+  if (tf_msg_tensor_push_req_decode(req, &p, st) != TF_OK) {
+    return NULL;
   }
-  tf_tensor_unref(t);
-  free(key);
+  nng_msg *reply = NULL;
+  if (tf_rdv_mgr_deliver(w->rdv, req->h.step_id, p.key, p.tensor, p.dead, st) == TF_OK) {
+    reply = tf__wk_empty_reply(w, req, st);
+  }
+  tf_msg_tensor_push_req_fini(&p);
   return reply;
 }
 
@@ -217,21 +158,43 @@ static void push_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
   free(p);
 }
 
-/* The URL of the task owning device dev, or NULL (st set). */
-static char *task_url(tf_worker *w, const char *dev, tf_status *st) {
+/* The task owning device dev ("/job:J/replica:0/task:T", malloc'd into
+ * *task) and its URL, or NULL (st set). */
+static char *task_url(tf_worker *w, const char *dev, char **task, tf_status *st) {
   char job[64];
-  int task = -1;
-  if (sscanf(dev, "/job:%63[^/]/replica:0/task:%d", job, &task) != 2) {
+  int t = -1;
+  *task = NULL;
+  if (sscanf(dev, "/job:%63[^/]/replica:0/task:%d", job, &t) != 2) {
     tf_status_set(st, TF_INVALID_ARGUMENT, "receiving device '%s' is not a "
                   "full device name", dev);
     return NULL;
   }
-  char *url = tf_cluster_task_url(w->spec, job, task);
+  char *url = tf_cluster_task_url(w->spec, job, t);
   if (url == NULL) {
     tf_status_set(st, TF_NOT_FOUND, "receiving device '%s': no such task in "
                   "%s", dev, w->spec->path);
+    return NULL;
   }
+  *task = tf__xasprintf("/job:%s/replica:0/task:%d", job, t);
   return url;
+}
+
+/* The TensorPush request for (step_id, key), from this task to task. */
+static nng_msg *push_msg(tf_worker *w, const char *task, uint64_t step_id,
+                         const char *key, tf_tensor *t, bool is_dead,
+                         tf_status *st) {
+  tf_wire_header h = {.version = TF_WIRE_VERSION, .method = TF_M_TENSOR_PUSH,
+                      .request_id = tf_rpc_new_request_id(), .step_id = step_id,
+                      .deadline_ms = w->spec->rpc_timeout_ms,
+                      .from = w->task_prefix, .from_inc = w->incarnation,
+                      .to = task, .to_inc = 0 /* unknown here */};
+  tf_wire_writer *wr = tf_wire_writer_new(&h);
+  tf_msg_tensor_push_req b = {.key = key, .dead = is_dead,
+                              .tensor = is_dead ? NULL : t};
+  tf_msg_tensor_push_req_encode(wr, &b);
+  nng_msg *m = NULL;
+  tf_wire_finish(wr, &m, st);
+  return m;
 }
 
 void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
@@ -240,34 +203,11 @@ void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
   tf_worker *w = arg;
   tf_status st;
   tf_status_init(&st);
-  char *url = task_url(w, k->dst_device, &st);
+  char *task = NULL;
+  char *url = task_url(w, k->dst_device, &task, &st);
   tf_rpc_client *c = url ? tf__wk_client(w, url, &st) : NULL;
-  nng_msg *m = NULL;
-  if (c != NULL) {
-    tf_wire_header h = {.version = TF_WIRE_VERSION, .method = TF_M_TENSOR_PUSH,
-                        .request_id = tf_rpc_new_request_id(), .step_id = step_id,
-                        .deadline_ms = w->spec->rpc_timeout_ms};
-    tf_wire_writer *wr = tf_wire_writer_new(&h);
-    msgpack_packer *pk = tf_wire_body(wr);
-    tf__mp_map body;
-    tf__mp_map_begin(&body, pk, 3);
-    tf__mp_map_key(&body, "key");
-    tf_wire_pack_str(pk, key);
-    tf__mp_map_key(&body, "dead");
-    if (is_dead) {
-      msgpack_pack_true(pk);
-    } else {
-      msgpack_pack_false(pk);
-    }
-    tf__mp_map_key(&body, "tensor");
-    if (is_dead || t == NULL) {
-      msgpack_pack_nil(pk);
-    } else {
-      tf_wire_pack_tensor(wr, t);
-    }
-    tf__mp_map_end(&body);
-    tf_wire_finish(wr, &m, &st);
-  }
+  nng_msg *m = c != NULL ? push_msg(w, task, step_id, key, t, is_dead, &st) : NULL;
+  free(task);
   if (m == NULL) {
     free(url);
     done(done_arg, &st);

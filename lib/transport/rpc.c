@@ -1,375 +1,380 @@
-/* rpc.c: the RPC server. One rep socket listens on the configured URL and
- * n_threads threads each own a rep context: receive, parse (malformed
- * requests get an INVALID_ARGUMENT reply), look the request id up in the
- * retry table, run the handler, send the reply. The retry table keeps the
- * replies of the last 1024 finished request ids (up to 1 MiB each) so a
- * retried request is answered without running twice. */
-#include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
+/* rpc.c: the RPC server. One rep socket listens on the configured URL with
+ * a pool of max_calls rep contexts, each with its own aio receiving
+ * through a callback (slot_cb). A received request goes to the handler
+ * thread pool (a tf_workq: NNG's callback threads are never blocked),
+ * which parses and checks it (malformed, a reply sent as a request, wrong
+ * task or incarnation, stopping: an error reply at once), looks its
+ * request id up in the retry table (rpc_retry.c) and runs the handler.
+ * Whoever finishes the call -- the handler, or later any thread -- starts
+ * the send on the slot's aio; when the send completes and the handler has
+ * returned, the context receives again. Connections are tracked and capped
+ * in rpc_conn.c; an NNG timer sweeps idle ones. Stop waits on counters
+ * (slots not parked), never on a sleep, and frees only when no callback
+ * can run. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <syslog.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
-#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
-#include "lib/transport/rpc.h"
+#include "lib/transport/rpc_server.h"
 
-#define DEDUP_KEEP 1024          /* finished ids remembered */
-#define DEDUP_BUCKETS 4096
-#define DEDUP_MAX_REPLY (1 << 20) /* bytes of a retained reply */
-#define RETRY_WAIT_MS 30000      /* a retry without a deadline waits this */
+#define DEFAULT_MAX_MSG_BYTES (256LL << 20)
+#define MAX_CALLS_LIMIT 65536
+#define BACKOFF_MS 10            /* after a receive that failed */
+#define TRANSIT_WAIT_MS 10000    /* stop: operations NNG must end after close */
 
-/* ---- retry table -------------------------------------------------------- */
-
-typedef struct dedup_entry {
-  uint64_t id;
-  int method;
-  bool done;
-  tf__refcount refs;     /* the table's until evicted, and one per retry
-                            blocked on this entry */
-  nng_msg *reply;        /* retained copy; NULL if too large */
-  size_t reply_len;
-  struct dedup_entry *next; /* hash chain */
-} dedup_entry;
-
-typedef struct dedup {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;     /* broadcast when an entry finishes */
-  dedup_entry *bucket[DEDUP_BUCKETS];
-  dedup_entry *ring[DEDUP_KEEP]; /* finished entries, oldest at head */
-  int head, count;
-} dedup;
-
-static void dedup_init(dedup *d) {
-  pthread_mutex_init(&d->mu, NULL);
-  pthread_condattr_t a;
-  pthread_condattr_init(&a);
-  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-  pthread_cond_init(&d->cv, &a);
-  pthread_condattr_destroy(&a);
-}
-
-static void entry_free(dedup_entry *e) {
-  nng_msg_free(e->reply);
-  free(e);
-}
-
-static dedup_entry **dedup_slot(dedup *d, uint64_t id) {
-  dedup_entry **p = &d->bucket[(id * 0x9E3779B97F4A7C15ull) >> 52];
-  while (*p != NULL && (*p)->id != id) {
-    p = &(*p)->next;
-  }
-  return p;
-}
-
-static void dedup_destroy(dedup *d) {
-  for (int i = 0; i < DEDUP_BUCKETS; i++) {
-    while (d->bucket[i] != NULL) {
-      dedup_entry *e = d->bucket[i];
-      d->bucket[i] = e->next;
-      bool last = tf__ref_drop(&e->refs); /* no retry waits: workers joined */
-      TF_ASSERT(last);
-      entry_free(e);
-    }
-  }
-  pthread_cond_destroy(&d->cv);
-  pthread_mutex_destroy(&d->mu);
-}
-
-/* Under d->mu: forgets the oldest finished entry. */
-static void dedup_evict_oldest(dedup *d) {
-  dedup_entry *e = d->ring[d->head];
-  d->head = (d->head + 1) % DEDUP_KEEP;
-  d->count--;
-  *dedup_slot(d, e->id) = e->next;
-  if (tf__ref_drop(&e->refs)) { /* else the last waiter frees it */
-    entry_free(e);
-  }
-}
-
-/* Answers a retry from a finished entry (under d->mu). */
-static nng_msg *dedup_answer(const dedup_entry *e, const tf_wire_header *h,
-                             tf_status *st) {
-  if (e->method != h->method) {
-    tf_status_set(st, TF_INVALID_ARGUMENT,
-                  "request id %llu reused: it was %s, now %s",
-                  (unsigned long long)h->request_id, tf_method_name(e->method),
-                  tf_method_name(h->method));
-    return NULL;
-  }
-  nng_msg *m = NULL;
-  if (e->reply == NULL) {
-    tf_status_set(st, TF_ABORTED,
-                  "%s request %llu already ran; its %zu-byte reply was too "
-                  "large to retain for a retry",
-                  tf_method_name(h->method), (unsigned long long)h->request_id,
-                  e->reply_len);
-  } else if (nng_msg_dup(&m, e->reply) != 0) {
-    tf_status_set(st, TF_RESOURCE_EXHAUSTED, "out of memory copying a reply");
-  }
-  return m;
-}
-
-/* Waits (under d->mu) for a running entry; NULL + st on timeout. */
-static nng_msg *dedup_wait(dedup *d, dedup_entry *e, const tf_wire_header *h,
-                           tf_status *st) {
-  int64_t wait_ms = h->deadline_ms > 0 ? h->deadline_ms : RETRY_WAIT_MS;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += wait_ms / 1000;
-  ts.tv_nsec += (wait_ms % 1000) * 1000000;
-  if (ts.tv_nsec >= 1000000000) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000;
-  }
-  tf__ref_get(&e->refs);
-  int rc = 0;
-  while (!e->done && rc != ETIMEDOUT) {
-    rc = pthread_cond_timedwait(&d->cv, &d->mu, &ts);
-  }
-  nng_msg *m = NULL;
-  if (e->done) {
-    m = dedup_answer(e, h, st);
+void tf__rpc_log(const tf_rpc_server *s, int prio, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (s->log != NULL) {
+    s->log(s->log_arg, prio, buf);
   } else {
-    tf_status_set(st, TF_UNAVAILABLE,
-                  "%s request %llu is still running after %lld ms; retry "
-                  "later",
-                  tf_method_name(h->method), (unsigned long long)h->request_id,
-                  (long long)wait_ms);
+    fprintf(stderr, "<%d>%s\n", prio, buf);
   }
-  if (tf__ref_drop(&e->refs)) { /* evicted while this retry waited */
-    entry_free(e);
-  }
-  return m;
 }
 
-/* Returns true when the request must run (it is now marked running);
- * otherwise *reply is the retained reply, or NULL with st set. */
-static bool dedup_begin(dedup *d, const tf_wire_header *h, nng_msg **reply,
-                        tf_status *st) {
-  *reply = NULL;
-  pthread_mutex_lock(&d->mu);
-  dedup_entry **slot = dedup_slot(d, h->request_id);
-  dedup_entry *e = *slot;
-  if (e == NULL) {
-    e = tf__xcalloc(1, sizeof *e);
-    e->id = h->request_id;
-    e->method = h->method;
-    tf__ref_init(&e->refs, 1);
-    *slot = e;
-    pthread_mutex_unlock(&d->mu);
-    return true;
-  }
-  *reply = e->done ? dedup_answer(e, h, st) : dedup_wait(d, e, h, st);
-  pthread_mutex_unlock(&d->mu);
-  return false;
+void tf_rpc_server_options_init(tf_rpc_server_options *o, const char *url) {
+  *o = (tf_rpc_server_options){.url = url,
+                               .handler_threads = 4,
+                               .max_msg_bytes = DEFAULT_MAX_MSG_BYTES,
+                               .max_calls = 256,
+                               .max_connections = 256,
+                               .idle_connection_ms = 300000,
+                               .stop_wait_ms = 5000};
 }
 
-/* Marks request id finished with reply (copied when small enough). */
-static void dedup_finish(dedup *d, uint64_t id, nng_msg *reply) {
-  nng_msg *keep = NULL;
-  size_t len = reply != NULL ? nng_msg_len(reply) : 0;
-  if (reply != NULL && len <= DEDUP_MAX_REPLY && nng_msg_dup(&keep, reply)) {
-    keep = NULL;
-  }
-  pthread_mutex_lock(&d->mu);
-  dedup_entry *e = *dedup_slot(d, id);
-  TF_ASSERT(e != NULL && !e->done);
-  e->done = true;
-  e->reply = keep;
-  e->reply_len = len;
-  if (d->count == DEDUP_KEEP) {
-    dedup_evict_oldest(d);
-  }
-  d->ring[(d->head + d->count) % DEDUP_KEEP] = e;
-  d->count++;
-  pthread_cond_broadcast(&d->cv);
-  pthread_mutex_unlock(&d->mu);
+/* ---- call slots --------------------------------------------------------- */
+
+static void server_free(tf_rpc_server *s);
+static void serve_task(tf_task *t);
+
+/* Under s->mu: the slot stops; true when the server must now be freed. */
+static bool park_locked(tf__rpc_call *c) {
+  tf_rpc_server *s = c->s;
+  atomic_store(&c->state, TF__SLOT_PARKED);
+  s->busy--;
+  pthread_cond_broadcast(&s->cv);
+  return s->owner_gone && s->busy == 0;
 }
 
-/* ---- server ------------------------------------------------------------- */
+/* Receives the next request, or parks when stopping. */
+static void slot_recv(tf__rpc_call *c) {
+  tf_rpc_server *s = c->s;
+  bool free_now = false;
+  pthread_mutex_lock(&s->mu);
+  if (atomic_load(&s->stopping)) {
+    free_now = park_locked(c);
+  } else {
+    atomic_store(&c->state, TF__SLOT_RECV);
+    nng_ctx_recv(c->ctx, c->aio);
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (free_now) {
+    server_free(s);
+  }
+}
 
-typedef struct worker {
-  tf_rpc_server *s;
-  pthread_t th;
-  nng_ctx ctx;
-  nng_aio *aio;
-  bool idle;       /* waiting in receive (under s->mu) */
-  bool started;
-} worker;
+/* Drops one of the call's holds; the last one reuses the slot. */
+static void call_release(tf__rpc_call *c) {
+  if (atomic_fetch_sub(&c->holds, 1) != 1) {
+    return;
+  }
+  tf__conns_call_end(c->s->conns, c->pipe);
+  slot_recv(c);
+}
 
-struct tf_rpc_server {
-  nng_socket sock;
-  nng_listener l;
-  char *url;
-  int port;
-  tf_rpc_handler h;
-  void *arg;
-  pthread_mutex_t mu;
-  bool stopping;
-  int n;
-  worker *w;
-  dedup dd;
-  atomic_uint_fast64_t served, rejected;
-};
+/* Starts sending reply m (taken); dropped once the socket is closed. */
+static void send_reply(tf__rpc_call *c, nng_msg *m) {
+  tf_rpc_server *s = c->s;
+  pthread_mutex_lock(&s->mu);
+  if (s->closed) {
+    pthread_mutex_unlock(&s->mu);
+    nng_msg_free(m);
+    call_release(c);
+    return;
+  }
+  atomic_store(&c->state, TF__SLOT_SEND);
+  nng_aio_set_msg(c->aio, m);
+  nng_ctx_send(c->ctx, c->aio);
+  pthread_mutex_unlock(&s->mu);
+}
 
-/* The reply to one received message (NULL: none could be built). */
-static nng_msg *serve_one(tf_rpc_server *s, nng_msg *m) {
+/* Finishes the call with m (taken), exactly once. */
+static void call_finish(tf__rpc_call *c, nng_msg *m) {
+  if (atomic_exchange(&c->replied, true)) {
+    TF_PANIC("%s request %llu (step %llu) to %s was finished twice: a "
+             "handler must finish its call exactly once",
+             tf_method_name(atomic_load(&c->method)),
+             (unsigned long long)atomic_load(&c->request_id),
+             (unsigned long long)atomic_load(&c->step_id), c->s->url);
+  }
+  if (c->track) {
+    tf__retry_finish(c->s->retry, atomic_load(&c->request_id), m);
+  }
+  if (c->counted) {
+    atomic_fetch_add(&c->s->served, 1);
+  }
+  tf_wire_msg_free(c->req);
+  c->req = NULL;
+  send_reply(c, m);
+}
+
+/* Finishes the call with an error reply carrying st. */
+static void call_error(tf__rpc_call *c, const tf_status *st) {
+  tf_rpc_server *s = c->s;
+  tf_wire_header none = {.to = s->self_task, .to_inc = s->self_inc};
+  nng_msg *m = NULL;
+  tf_status err;
+  if (tf_wire_error_reply(c->req != NULL ? &c->req->h : &none, st, &m,
+                          &err) != TF_OK) {
+    TF_PANIC("cannot build an error reply: %s", err.msg);
+  }
+  call_finish(c, m);
+}
+
+static void on_recv(tf__rpc_call *c, int rv) {
+  tf_rpc_server *s = c->s;
+  bool free_now = false;
+  nng_msg *m = rv == 0 ? nng_aio_get_msg(c->aio) : NULL;
+  pthread_mutex_lock(&s->mu);
+  if (rv != 0 && rv != NNG_ECLOSED && !atomic_load(&s->stopping)) {
+    atomic_store(&c->state, TF__SLOT_BACKOFF); /* transient: retry soon */
+    nng_sleep_aio(BACKOFF_MS, c->aio);
+  } else if (rv != 0 || s->closed) {
+    free_now = park_locked(c);
+  } else {
+    nng_aio_set_msg(c->aio, NULL);
+    c->in = m;
+    m = NULL;
+    c->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(c->in));
+    c->req = NULL;
+    c->track = c->counted = false;
+    atomic_store(&c->method, -1);
+    atomic_store(&c->request_id, 0);
+    atomic_store(&c->step_id, 0);
+    c->start_ns = tf__now_ns();
+    atomic_store(&c->replied, false);
+    atomic_store(&c->holds, 2); /* the handler's run and the reply's send */
+    atomic_store(&c->state, TF__SLOT_SERVE);
+    tf__conns_call_begin(s->conns, c->pipe);
+    tf_task t = {.fn = serve_task, .p = {c}};
+    tf_workq_schedule(s->q, &t);
+  }
+  pthread_mutex_unlock(&s->mu);
+  nng_msg_free(m); /* received after close */
+  if (free_now) {
+    server_free(s);
+  }
+}
+
+static void on_sent(tf__rpc_call *c, int rv) {
+  if (rv != 0) {
+    nng_msg_free(nng_aio_get_msg(c->aio)); /* a failed send keeps it */
+  }
+  nng_aio_set_msg(c->aio, NULL);
+  call_release(c);
+}
+
+/* A waiting retry woke: its original finished, its wait ended, or stop. */
+static void on_wait(tf__rpc_call *c) {
   tf_status st;
   tf_status_init(&st);
-  tf_wire_msg *req;
-  nng_msg *reply = NULL;
-  if (tf_wire_parse(m, &req, &st) != TF_OK) {
-    atomic_fetch_add(&s->rejected, 1);
-    tf_status_prefix(&st, "malformed request to %s", s->url);
-    tf_wire_error_reply(NULL, &st, &reply, NULL);
-    return reply;
+  nng_msg *m = tf__retry_wake(c->s->retry, c, c->s->url, &st);
+  if (m != NULL) {
+    call_finish(c, m);
+  } else {
+    call_error(c, &st);
   }
-  if (req->h.is_reply) {
-    atomic_fetch_add(&s->rejected, 1);
-    tf_status_set(&st, TF_INVALID_ARGUMENT,
-                  "malformed request to %s: a %s reply sent as a request",
-                  s->url, tf_method_name(req->h.method));
-    tf_wire_error_reply(&req->h, &st, &reply, NULL);
-    tf_wire_msg_free(req);
-    return reply;
-  }
-  uint64_t id = req->h.request_id;
-  if (id != 0 && !dedup_begin(&s->dd, &req->h, &reply, &st)) {
-    if (reply == NULL) {
-      tf_wire_error_reply(&req->h, &st, &reply, NULL);
-    }
-    tf_wire_msg_free(req);
-    return reply;
-  }
-  reply = s->h(s->arg, req, &st);
-  if (reply == NULL) {
-    if (st.code == TF_OK) {
-      tf_status_set(&st, TF_INTERNAL, "the %s handler returned no reply",
-                    tf_method_name(req->h.method));
-    }
-    tf_wire_error_reply(&req->h, &st, &reply, NULL);
-  }
-  atomic_fetch_add(&s->served, 1);
-  if (id != 0) {
-    dedup_finish(&s->dd, id, reply);
-  }
-  tf_wire_msg_free(req);
-  /* cppcheck-suppress returnDanglingLifetime ; s->h returns a new message */
-  return reply;
 }
 
-/* Starts a receive unless stopping; false means the thread must end. */
-static bool worker_recv(worker *w) {
-  tf_rpc_server *s = w->s;
-  pthread_mutex_lock(&s->mu);
-  bool go = !s->stopping;
-  if (go) {
-    w->idle = true;
-    nng_ctx_recv(w->ctx, w->aio);
+/* The aio whose callback runs on this thread: server_free reaps it rather
+ * than freeing it (nng_aio_free waits for the callback to return). */
+static _Thread_local nng_aio *running_aio;
+
+static void slot_cb(void *arg) {
+  tf__rpc_call *c = arg;
+  int rv = nng_aio_result(c->aio);
+  running_aio = c->aio;
+  switch (atomic_load(&c->state)) {
+  case TF__SLOT_RECV:
+    on_recv(c, rv);
+    break;
+  case TF__SLOT_SEND:
+    on_sent(c, rv);
+    break;
+  case TF__SLOT_WAIT:
+    on_wait(c);
+    break;
+  case TF__SLOT_BACKOFF:
+    slot_recv(c);
+    break;
+  default:
+    TF_PANIC("rpc server %s: aio completed in slot state %d", c->s->url,
+             atomic_load(&c->state));
   }
-  pthread_mutex_unlock(&s->mu);
-  if (!go) {
+  running_aio = NULL;
+}
+
+/* ---- admission ---------------------------------------------------------- */
+
+/* Refuses a request meant for another task or incarnation. */
+static tf_code check_identity(const tf_rpc_server *s, const tf_wire_header *h,
+                              tf_status *st) {
+  if (s->self_task[0] != '\0' && h->to != NULL && h->to[0] != '\0' &&
+      strcmp(h->to, s->self_task) != 0) {
+    return tf_status_set(st, TF_FAILED_PRECONDITION,
+                         "wrong task at address: %s is %s, the request was "
+                         "for %s",
+                         s->url, s->self_task, h->to);
+  }
+  if (s->self_inc != 0 && h->to_inc != 0 && h->to_inc != s->self_inc) {
+    return tf_status_set(
+        st, TF_ABORTED,
+        "the task restarted: %s at %s is incarnation %016llx, the request "
+        "was for incarnation %016llx",
+        s->self_task[0] != '\0' ? s->self_task : "the server", s->url,
+        (unsigned long long)s->self_inc, (unsigned long long)h->to_inc);
+  }
+  return TF_OK;
+}
+
+/* Checks a parsed request; sets st and returns false to refuse it. The
+ * request's `to` becomes the server's identity, so replies come from it. */
+static bool acceptable(tf_rpc_server *s, tf_wire_header *h, tf_status *st) {
+  if (h->is_reply) {
+    tf_status_set(st, TF_INVALID_ARGUMENT,
+                  "malformed request to %s: a %s reply sent as a request",
+                  s->url, tf_method_name(h->method));
+  } else {
+    check_identity(s, h, st);
+  }
+  if (s->self_task[0] != '\0') {
+    h->to = s->self_task;
+  }
+  if (s->self_inc != 0) {
+    h->to_inc = s->self_inc;
+  }
+  if (st->code != TF_OK) {
+    atomic_fetch_add(&s->rejected, 1);
     return false;
   }
-  nng_aio_wait(w->aio);
-  pthread_mutex_lock(&s->mu);
-  w->idle = false;
-  pthread_mutex_unlock(&s->mu);
+  if (atomic_load(&s->stopping)) {
+    tf_status_set(st, TF_UNAVAILABLE, "%s to %s: the server is stopping",
+                  tf_method_name(h->method), s->url);
+    return false;
+  }
   return true;
 }
 
-static void *worker_main(void *arg) {
-  worker *w = arg;
-  while (worker_recv(w)) {
-    int rv = nng_aio_result(w->aio);
-    if (rv == NNG_ECLOSED) {
-      break;
-    }
-    if (rv != 0) { /* cancelled by stop (the loop re-checks) or transient */
-      if (rv != NNG_ECANCELED) {
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-      }
-      continue;
-    }
-    nng_msg *reply = serve_one(w->s, nng_aio_get_msg(w->aio));
-    if (reply == NULL) {
-      continue;
-    }
-    nng_aio_set_msg(w->aio, reply);
-    nng_ctx_send(w->ctx, w->aio);
-    nng_aio_wait(w->aio);
-    if (nng_aio_result(w->aio) != 0) {
-      nng_msg_free(reply);
-    }
+/* Parses and checks the call's request; true when the handler must run,
+ * false when the call was answered or waits for its original. */
+static bool admit(tf__rpc_call *c) {
+  tf_rpc_server *s = c->s;
+  tf_status st;
+  tf_status_init(&st);
+  nng_msg *in = c->in;
+  c->in = NULL;
+  if (tf_wire_parse(in, &c->req, &st) != TF_OK) {
+    c->req = NULL;
+    atomic_fetch_add(&s->rejected, 1);
+    tf_status_prefix(&st, "malformed request to %s", s->url);
+    call_error(c, &st);
+    return false;
   }
-  return NULL;
+  tf_wire_header *h = &c->req->h;
+  atomic_store(&c->method, h->method);
+  atomic_store(&c->request_id, h->request_id);
+  atomic_store(&c->step_id, h->step_id);
+  if (!acceptable(s, h, &st)) {
+    call_error(c, &st);
+    return false;
+  }
+  if (h->request_id == 0) {
+    return true;
+  }
+  nng_msg *reply = NULL;
+  switch (tf__retry_begin(s->retry, c, h, &reply, &st)) {
+  case TF__RETRY_RUN:
+    c->track = true;
+    return true;
+  case TF__RETRY_WAITING:
+    return false;
+  default:
+    if (reply != NULL) {
+      call_finish(c, reply);
+    } else {
+      call_error(c, &st);
+    }
+    return false;
+  }
 }
 
-static tf_code listen_on(tf_rpc_server *s, const char *url,
-                         int64_t max_msg_bytes, tf_status *st) {
-  int rv = nng_rep0_open(&s->sock);
-  if (rv != 0) {
-    return tf_status_set(st, TF_INTERNAL, "cannot open a rep socket: %s",
-                         nng_strerror(rv));
+static void serve_task(tf_task *t) {
+  tf__rpc_call *c = t->p[0];
+  if (admit(c)) {
+    c->counted = true;
+    c->s->h(c->s->arg, c);
   }
-  nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, (size_t)max_msg_bytes);
-  rv = nng_listener_create(&s->l, s->sock, url);
-  if (rv != 0) {
-    return tf_status_set(st, TF_INVALID_ARGUMENT, "bad URL '%s': %s", url,
-                         nng_strerror(rv));
-  }
-  rv = nng_listener_start(s->l, 0);
-  if (rv != 0) {
-    return tf_status_set(st,
-                         rv == NNG_EADDRINVAL ? TF_INVALID_ARGUMENT
-                                              : TF_UNAVAILABLE,
-                         "cannot listen on %s: %s", url, nng_strerror(rv));
-  }
-  if (strncmp(url, "tcp", 3) == 0 &&
-      nng_listener_get_int(s->l, NNG_OPT_TCP_BOUND_PORT, &s->port) != 0) {
-    s->port = 0;
-  }
-  return TF_OK;
+  call_release(c); /* the handler returned */
 }
 
-static tf_code start_workers(tf_rpc_server *s, int n, tf_status *st) {
-  s->w = tf__xcalloc((size_t)n, sizeof *s->w);
-  s->n = n;
-  for (int i = 0; i < n; i++) {
-    worker *w = &s->w[i];
-    w->s = s;
-    int rv = nng_ctx_open(&w->ctx, s->sock);
-    if (rv == 0) {
-      rv = nng_aio_alloc(&w->aio, NULL, NULL);
-    }
-    if (rv != 0) {
-      return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
-                           "cannot start server thread %d for %s: %s", i,
-                           s->url, nng_strerror(rv));
-    }
-    if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
-      return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
-                           "cannot start server thread %d for %s", i, s->url);
-    }
-    w->started = true;
-  }
-  return TF_OK;
+/* ---- the call API ------------------------------------------------------- */
+
+const tf_wire_msg *tf_rpc_call_request(const tf__rpc_call *c) {
+  TF_ASSERT(c->req != NULL); /* NULL: the call was already finished */
+  return c->req;
 }
 
-tf_code tf_rpc_server_start(const char *url, int n_threads,
-                            int64_t max_msg_bytes, tf_rpc_handler h, void *arg,
-                            tf_rpc_server **out, tf_status *st) {
-  *out = NULL;
-  if (url == NULL || h == NULL || n_threads < 1 || max_msg_bytes < 0) {
+uint32_t tf_rpc_call_pipe(const tf__rpc_call *c) { return c->pipe; }
+
+tf_wire_writer *tf_rpc_reply_writer(const tf__rpc_call *c) {
+  return tf_wire_reply_writer(tf_rpc_call_request(c));
+}
+
+void tf_rpc_reply(tf__rpc_call *c, nng_msg *reply) {
+  TF_ASSERT(c != NULL && reply != NULL);
+  call_finish(c, reply);
+}
+
+void tf_rpc_reply_error(tf__rpc_call *c, const tf_status *st) {
+  TF_ASSERT(c != NULL && st != NULL && st->code != TF_OK);
+  call_error(c, st);
+}
+
+/* ---- start -------------------------------------------------------------- */
+
+static tf_code check_options(const tf_rpc_server_options *o, tf_rpc_handler h,
+                             tf_status *st) {
+  const char *url = o != NULL && o->url != NULL ? o->url : "(null)";
+  const char *bad = NULL;
+  long long v = 0;
+  if (o == NULL || o->url == NULL || h == NULL) {
     return tf_status_set(st, TF_INVALID_ARGUMENT,
-                         "rpc server for '%s': need a URL, a handler, "
-                         "n_threads >= 1 (got %d) and max_msg_bytes >= 0",
-                         url != NULL ? url : "(null)", n_threads);
+                         "rpc server for '%s': need a URL and a handler", url);
+  } else if (o->handler_threads < 1) {
+    bad = "handler_threads must be >= 1", v = o->handler_threads;
+  } else if (o->max_msg_bytes <= 0) {
+    bad = "max_msg_bytes must be > 0", v = o->max_msg_bytes;
+  } else if (o->max_calls < 1 || o->max_calls > MAX_CALLS_LIMIT) {
+    bad = "max_calls must be in [1, 65536]", v = o->max_calls;
+  } else if (o->max_connections < 1) {
+    bad = "max_connections must be >= 1", v = o->max_connections;
+  } else if (o->idle_connection_ms < 1) {
+    bad = "idle_connection_ms must be >= 1", v = o->idle_connection_ms;
+  } else if (o->stop_wait_ms < 0) {
+    bad = "stop_wait_ms must be >= 0", v = o->stop_wait_ms;
+  }
+  if (bad != NULL) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT,
+                         "rpc server for '%s': %s (got %lld)", url, bad, v);
   }
   if (strncmp(url, "tls+tcp://", 10) == 0) {
     return tf_status_set(st, TF_UNIMPLEMENTED,
@@ -377,52 +382,301 @@ tf_code tf_rpc_server_start(const char *url, int n_threads,
                          "supported (use tcp, ipc or inproc)",
                          url);
   }
+  return TF_OK;
+}
+
+/* Opens the socket, sets the receive limit on it and on the listener
+ * before the listener starts (NNG then refuses a larger frame from its
+ * length header, before allocating it) and starts listening. */
+static tf_code listen_on(tf_rpc_server *s, const tf_rpc_server_options *o,
+                         tf_status *st) {
+  int rv = nng_rep0_open(&s->sock);
+  if (rv != 0) {
+    return tf_status_set(st, TF_INTERNAL, "cannot open a rep socket: %s",
+                         nng_strerror(rv));
+  }
+  s->conns = tf__conns_new(s, o->max_connections, o->idle_connection_ms);
+  nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, (size_t)o->max_msg_bytes);
+  rv = nng_listener_create(&s->l, s->sock, s->url);
+  if (rv != 0) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "bad URL '%s': %s", s->url,
+                         nng_strerror(rv));
+  }
+  size_t max = 0;
+  rv = nng_listener_set_size(s->l, NNG_OPT_RECVMAXSZ, (size_t)o->max_msg_bytes);
+  if (rv == 0) {
+    rv = nng_listener_get_size(s->l, NNG_OPT_RECVMAXSZ, &max);
+  }
+  if (rv != 0 || max != (size_t)o->max_msg_bytes) {
+    return tf_status_set(st, TF_INTERNAL,
+                         "cannot set the receive limit of %s to %lld bytes: %s",
+                         s->url, (long long)o->max_msg_bytes,
+                         rv != 0 ? nng_strerror(rv) : "not applied");
+  }
+  rv = nng_listener_start(s->l, 0);
+  if (rv != 0) {
+    return tf_status_set(st,
+                         rv == NNG_EADDRINVAL ? TF_INVALID_ARGUMENT
+                                              : TF_UNAVAILABLE,
+                         "cannot listen on %s: %s", s->url, nng_strerror(rv));
+  }
+  if (strncmp(s->url, "tcp", 3) == 0 &&
+      nng_listener_get_int(s->l, NNG_OPT_TCP_BOUND_PORT, &s->port) != 0) {
+    s->port = 0;
+  }
+  return TF_OK;
+}
+
+static void sweep_cb(void *arg) {
+  tf_rpc_server *s = arg;
+  if (nng_aio_result(s->timer) != 0) {
+    return; /* stopped */
+  }
+  tf__conns_sweep(s->conns);
+  nng_sleep_aio((nng_duration)s->sweep_ms, s->timer); /* no-op once stopped */
+}
+
+/* Opens n contexts with their aios, starts them receiving, and arms the
+ * idle sweep. */
+static tf_code start_slots(tf_rpc_server *s, int n, int64_t idle_ms,
+                           tf_status *st) {
+  s->slots = tf__xcalloc((size_t)n, sizeof *s->slots);
+  for (int i = 0; i < n; i++) {
+    tf__rpc_call *c = &s->slots[i];
+    c->s = s;
+    int rv = nng_ctx_open(&c->ctx, s->sock);
+    if (rv == 0 && (rv = nng_aio_alloc(&c->aio, slot_cb, c)) != 0) {
+      nng_ctx_close(c->ctx);
+    }
+    if (rv != 0) {
+      return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
+                           "cannot open call context %d of %d for %s: %s", i,
+                           n, s->url, nng_strerror(rv));
+    }
+    s->n = i + 1;
+  }
+  pthread_mutex_lock(&s->mu);
+  for (int i = 0; i < n; i++) {
+    s->busy++;
+    atomic_store(&s->slots[i].state, TF__SLOT_RECV);
+    nng_ctx_recv(s->slots[i].ctx, s->slots[i].aio);
+  }
+  pthread_mutex_unlock(&s->mu);
+  s->sweep_ms = TF_MAX(10, TF_MIN(idle_ms / 4, 1000));
+  int rv = nng_aio_alloc(&s->timer, sweep_cb, s);
+  if (rv != 0) {
+    return tf_status_set(st, TF_RESOURCE_EXHAUSTED,
+                         "cannot start the idle sweep of %s: %s", s->url,
+                         nng_strerror(rv));
+  }
+  nng_sleep_aio((nng_duration)s->sweep_ms, s->timer);
+  return TF_OK;
+}
+
+/* Starts a server; owned (may be NULL) is freed with it, or now on error. */
+static tf_code server_start(const tf_rpc_server_options *o, tf_rpc_handler h,
+                            void *arg, void *owned, tf_rpc_server **out,
+                            tf_status *st) {
+  *out = NULL;
+  tf_code code = check_options(o, h, st);
+  if (code != TF_OK) {
+    free(owned);
+    return code;
+  }
   tf_rpc_server *s = tf__xcalloc(1, sizeof *s);
-  s->url = tf__xstrdup(url);
+  s->url = tf__xstrdup(o->url);
+  s->self_task = tf__xstrdup(o->self_task != NULL ? o->self_task : "");
+  s->self_inc = o->self_incarnation;
   s->h = h;
   s->arg = arg;
+  s->owned_arg = owned;
+  s->log = o->log;
+  s->log_arg = o->log_arg;
+  s->stop_wait_ms = o->stop_wait_ms;
   pthread_mutex_init(&s->mu, NULL);
-  dedup_init(&s->dd);
-  tf_code c = listen_on(s, url, max_msg_bytes, st);
-  if (c == TF_OK) {
-    c = start_workers(s, n_threads, st);
+  pthread_cond_init(&s->cv, NULL);
+  s->retry = tf__retry_new();
+  s->q = tf_workq_new(o->handler_threads, "rpc handler");
+  code = listen_on(s, o, st);
+  if (code == TF_OK) {
+    code = start_slots(s, o->max_calls, o->idle_connection_ms, st);
   }
-  if (c != TF_OK) {
+  if (code != TF_OK) {
     tf_rpc_server_stop(s);
-    return c;
+    return code;
   }
   *out = s;
   return TF_OK;
 }
 
+tf_code tf_rpc_server_start(const tf_rpc_server_options *o, tf_rpc_handler h,
+                            void *arg, tf_rpc_server **out, tf_status *st) {
+  return server_start(o, h, arg, NULL, out, st);
+}
+
+typedef struct sync_adapter {
+  tf_rpc_sync_handler h;
+  void *arg;
+} sync_adapter;
+
+static void sync_handle(void *arg, tf__rpc_call *c) {
+  const sync_adapter *a = arg;
+  const tf_wire_msg *req = tf_rpc_call_request(c);
+  tf_status st;
+  tf_status_init(&st);
+  nng_msg *m = a->h(a->arg, req, &st);
+  if (m != NULL) {
+    tf_rpc_reply(c, m);
+    return;
+  }
+  if (st.code == TF_OK) {
+    tf_status_set(&st, TF_INTERNAL, "the %s handler returned no reply",
+                  tf_method_name(req->h.method));
+  }
+  tf_rpc_reply_error(c, &st);
+}
+
+tf_code tf_rpc_server_start_sync(const char *url, int n_threads,
+                                 int64_t max_msg_bytes, tf_rpc_sync_handler h,
+                                 void *arg, tf_rpc_server **out,
+                                 tf_status *st) {
+  *out = NULL;
+  if (url == NULL || h == NULL || n_threads < 1 || max_msg_bytes < 0) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT,
+                         "rpc server for '%s': need a URL, a handler, "
+                         "n_threads >= 1 (got %d) and max_msg_bytes >= 0",
+                         url != NULL ? url : "(null)", n_threads);
+  }
+  tf_rpc_server_options o;
+  tf_rpc_server_options_init(&o, url);
+  o.handler_threads = n_threads;
+  o.max_calls = TF_MIN(n_threads, MAX_CALLS_LIMIT);
+  if (max_msg_bytes > 0) {
+    o.max_msg_bytes = max_msg_bytes;
+  }
+  sync_adapter *a = tf__xmalloc(sizeof *a);
+  *a = (sync_adapter){.h = h, .arg = arg};
+  return server_start(&o, sync_handle, a, a, out, st);
+}
+
 int tf_rpc_server_port(const tf_rpc_server *s) { return s->port; }
+
+/* ---- stop --------------------------------------------------------------- */
+
+/* Frees everything once every slot is parked (no operation can start);
+ * nng_aio_free waits for a callback still returning, except for the one
+ * running on this thread, which is reaped. Nothing of the owner's (log,
+ * handler) is used: after stop returned, the owner may be gone. */
+static void server_free(tf_rpc_server *s) {
+  for (int i = 0; i < s->n; i++) {
+    if (s->slots[i].aio == running_aio) {
+      nng_aio_reap(s->slots[i].aio);
+    } else {
+      nng_aio_free(s->slots[i].aio);
+    }
+  }
+  nng_aio_free(s->timer); /* stopped by stop */
+  tf__retry_free(s->retry);
+  tf__conns_free(s->conns);
+  pthread_cond_destroy(&s->cv);
+  pthread_mutex_destroy(&s->mu);
+  free(s->slots);
+  free(s->owned_arg);
+  free(s->self_task);
+  free(s->url);
+  free(s);
+}
+
+/* Refuses new work: receives cancelled, waiting retries woken, the idle
+ * sweep stopped; new connections are closed as they arrive (rpc_conn.c). */
+static void stop_refusing(tf_rpc_server *s) {
+  pthread_mutex_lock(&s->mu);
+  atomic_store(&s->stopping, true);
+  for (int i = 0; i < s->n; i++) {
+    int state = atomic_load(&s->slots[i].state);
+    if (state == TF__SLOT_RECV || state == TF__SLOT_BACKOFF) {
+      nng_aio_cancel(s->slots[i].aio);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  tf__retry_stop(s->retry);
+  nng_aio_stop(s->timer); /* waits for a running sweep */
+}
+
+/* Under s->mu: whether slot c's handler owes a reply. */
+static bool owes_reply(const tf__rpc_call *c) {
+  return atomic_load(&c->state) == TF__SLOT_SERVE &&
+         !atomic_load(&c->replied);
+}
+
+/* Under s->mu: logs the calls whose handlers have not finished them. */
+static int log_unfinished(tf_rpc_server *s, const char *when) {
+  int k = 0;
+  int64_t now = tf__now_ns();
+  for (int i = 0; i < s->n; i++) {
+    const tf__rpc_call *c = &s->slots[i];
+    if (!owes_reply(c)) {
+      continue;
+    }
+    k++;
+    tf__rpc_log(s, LOG_ERR,
+                "rpc server %s: %s request %llu (step %llu) on connection %u "
+                "was not finished by its handler %s (received %lld ms ago; "
+                "the handler %s): a handler must finish every call",
+                s->url, tf_method_name(atomic_load(&c->method)),
+                (unsigned long long)atomic_load(&c->request_id),
+                (unsigned long long)atomic_load(&c->step_id), c->pipe, when,
+                (long long)((now - c->start_ns) / 1000000),
+                atomic_load(&c->holds) > 1 ? "is still running"
+                                           : "returned without finishing it");
+  }
+  return k;
+}
+
+/* Under s->mu: waits until until_ns while some slot is busy (in_transit:
+ * only those not owing a reply count). Returns the slots still busy. */
+static int wait_slots(tf_rpc_server *s, int64_t until_ns, bool in_transit) {
+  for (;;) {
+    int k = 0;
+    for (int i = 0; i < s->n; i++) {
+      int state = atomic_load(&s->slots[i].state);
+      k += state != TF__SLOT_PARKED && !(in_transit && owes_reply(&s->slots[i]));
+    }
+    int64_t left_ms = (until_ns - tf__now_ns()) / 1000000;
+    if (k == 0 || left_ms <= 0) {
+      return k;
+    }
+    tf__cond_wait_ms(&s->cv, &s->mu, TF_MIN(left_ms, 100));
+  }
+}
 
 void tf_rpc_server_stop(tf_rpc_server *s) {
   if (s == NULL) {
     return;
   }
+  TF_ASSERT(!tf_workq_is_worker(s->q));
+  stop_refusing(s);
   pthread_mutex_lock(&s->mu);
-  s->stopping = true;
-  for (int i = 0; i < s->n; i++) {
-    if (s->w[i].idle) {
-      nng_aio_cancel(s->w[i].aio);
-    }
-  }
+  wait_slots(s, tf__now_ns() + s->stop_wait_ms * 1000000, false);
+  int owed = log_unfinished(s, "when the server stopped");
+  s->closed = true; /* late replies are dropped; receives park */
   pthread_mutex_unlock(&s->mu);
-  for (int i = 0; i < s->n; i++) {
-    if (s->w[i].started) {
-      pthread_join(s->w[i].th, NULL);
-    }
+  nng_close(s->sock); /* listener, pipes and contexts: operations end */
+  tf_workq_free(s->q); /* runs queued requests (refused) and joins */
+  pthread_mutex_lock(&s->mu);
+  int stuck = wait_slots(s, tf__now_ns() + TRANSIT_WAIT_MS * 1000000LL, true);
+  s->owner_gone = true;
+  bool free_now = s->busy == 0;
+  pthread_mutex_unlock(&s->mu);
+  if (free_now) {
+    server_free(s);
+    return;
   }
-  nng_close(s->sock); /* closes the listener, pipes and contexts */
-  for (int i = 0; i < s->n; i++) {
-    nng_aio_free(s->w[i].aio);
-  }
-  free(s->w);
-  dedup_destroy(&s->dd);
-  pthread_mutex_destroy(&s->mu);
-  free(s->url);
-  free(s);
+  tf__rpc_log(s, LOG_ERR,
+              "rpc server %s: stopped with %d call(s) never finished and %d "
+              "operation(s) still in NNG; their memory is kept until they "
+              "end",
+              s->url, owed, stuck);
 }
 
 uint64_t tf_rpc_server_served(const tf_rpc_server *s) {
@@ -431,4 +685,15 @@ uint64_t tf_rpc_server_served(const tf_rpc_server *s) {
 
 uint64_t tf_rpc_server_rejected(const tf_rpc_server *s) {
   return atomic_load(&s->rejected);
+}
+
+void tf_rpc_server_get_stats(const tf_rpc_server *s, tf_rpc_server_stats *out) {
+  *out = (tf_rpc_server_stats){.served = atomic_load(&s->served),
+                               .rejected = atomic_load(&s->rejected)};
+  for (int i = 0; i < s->n; i++) {
+    int state = atomic_load(&s->slots[i].state);
+    out->calls += state == TF__SLOT_SERVE || state == TF__SLOT_WAIT ||
+                  state == TF__SLOT_SEND;
+  }
+  tf__conns_stats(s->conns, out);
 }

@@ -1,9 +1,13 @@
 /* rpc_client.c: the RPC client. One req socket dials the peer in the
- * background (NNG reconnects with backoff), and every call opens its own
- * req context and aio: send, then receive within what is left of the
- * timeout. NNG's automatic resend is off: a caller retries with the same
- * request id, which the server's retry table answers once. A synchronous
- * call is an asynchronous one plus a wait. */
+ * background (NNG reconnects with backoff). Calls run on (req context,
+ * aio) pairs kept in two small pools per client: synchronous calls use
+ * aios without a callback and wait on them in the calling thread (no
+ * second thread is woken for the reply); asynchronous calls use aios whose
+ * callback sends the receive and then runs the caller's done. A call
+ * beyond the pool opens a pair and closes it afterwards. NNG's automatic
+ * resend is off: a caller retries with the same request id, which the
+ * server's retry table answers once. A reply naming another task than the
+ * one expected fails the call. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -16,26 +20,64 @@
 #include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
 
-struct tf_rpc_client {
-  nng_socket sock;
-  char *url;
-  tf__refcount refs; /* the owner's plus one per call in flight */
-};
+#define DEFAULT_POOL 16
 
-typedef struct call {
-  tf_rpc_client *c;
+typedef struct pair {
+  struct tf_rpc_client *c;
   nng_ctx ctx;
   nng_aio *aio;
+  bool async;
+  struct pair *next;     /* in the idle list */
+  /* the asynchronous call running on the pair */
   int method;
   int64_t timeout_ms;
   int64_t deadline_ns;
   bool receiving;
   tf_rpc_done done;
   void *arg;
-} call;
+} pair;
+
+struct tf_rpc_client {
+  nng_socket sock;
+  nng_dialer dialer;
+  char *url;
+  char *expect_task;     /* "" when any */
+  int keep;              /* idle pairs kept per kind */
+  pthread_mutex_t mu;
+  bool closed;
+  pair *idle[2];         /* [async] */
+  int n_idle[2];
+  tf__refcount refs;     /* the owner's plus one per call in flight */
+};
+
+/* Set while a done callback runs on an NNG thread. */
+static _Thread_local bool in_done;
+
+static void call_cb(void *arg);
+
+/* Closes a pair's context and frees its aio (reaped when called from the
+ * aio's own callback). */
+static void pair_dispose(pair *p, bool own_cb) {
+  nng_ctx_close(p->ctx); /* ECLOSED once the socket is closed: fine */
+  if (own_cb) {
+    nng_aio_reap(p->aio);
+  } else {
+    nng_aio_free(p->aio);
+  }
+  free(p);
+}
 
 static void client_release(void *arg) {
   tf_rpc_client *c = arg;
+  for (int k = 0; k < 2; k++) { /* close emptied these; a failed open not */
+    while (c->idle[k] != NULL) {
+      pair *p = c->idle[k];
+      c->idle[k] = p->next;
+      pair_dispose(p, false);
+    }
+  }
+  pthread_mutex_destroy(&c->mu);
+  free(c->expect_task);
   free(c->url);
   free(c);
 }
@@ -44,47 +86,117 @@ static void client_unref(tf_rpc_client *c) {
   tf__ref_put(&c->refs, client_release, c);
 }
 
-tf_code tf_rpc_client_new(const char *url, int64_t max_msg_bytes,
-                          tf_rpc_client **out, tf_status *st) {
+/* A pair for one call: pooled, or opened now (NNG error code otherwise). */
+static int pair_get(tf_rpc_client *c, bool async, pair **out) {
   *out = NULL;
-  if (url == NULL || max_msg_bytes < 0) {
-    return tf_status_set(st, TF_INVALID_ARGUMENT,
-                         "rpc client: need a URL and max_msg_bytes >= 0");
+  pthread_mutex_lock(&c->mu);
+  if (c->closed) {
+    pthread_mutex_unlock(&c->mu);
+    return NNG_ECLOSED;
   }
-  if (strncmp(url, "tls+tcp://", 10) == 0) {
+  pair *p = c->idle[async];
+  if (p != NULL) {
+    c->idle[async] = p->next;
+    c->n_idle[async]--;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (p == NULL) {
+    p = tf__xcalloc(1, sizeof *p);
+    *p = (pair){.c = c, .async = async};
+    int rv = nng_ctx_open(&p->ctx, c->sock);
+    if (rv == 0 && (rv = nng_aio_alloc(&p->aio, async ? call_cb : NULL, p)) != 0) {
+      nng_ctx_close(p->ctx);
+    }
+    if (rv != 0) {
+      free(p);
+      return rv;
+    }
+  }
+  p->next = NULL;
+  *out = p;
+  return 0;
+}
+
+/* Returns a pair after its call: kept while the pool has room. */
+static void pair_put(pair *p, bool own_cb) {
+  tf_rpc_client *c = p->c;
+  pthread_mutex_lock(&c->mu);
+  bool keep = !c->closed && c->n_idle[p->async] < c->keep;
+  if (keep) {
+    p->next = c->idle[p->async];
+    c->idle[p->async] = p;
+    c->n_idle[p->async]++;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (!keep) {
+    pair_dispose(p, own_cb);
+  }
+}
+
+tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
+                           tf_status *st) {
+  *out = NULL;
+  if (o == NULL || o->url == NULL || o->max_msg_bytes < 0 || o->pool < 0) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT,
+                         "rpc client: need a URL, max_msg_bytes >= 0 and "
+                         "pool >= 0");
+  }
+  if (strncmp(o->url, "tls+tcp://", 10) == 0) {
     return tf_status_set(st, TF_UNIMPLEMENTED,
                          "cannot dial %s: the tls+tcp transport is not "
                          "supported (use tcp, ipc or inproc)",
-                         url);
+                         o->url);
   }
   tf_rpc_client *c = tf__xcalloc(1, sizeof *c);
   tf__ref_init(&c->refs, 1);
-  c->url = tf__xstrdup(url);
+  c->url = tf__xstrdup(o->url);
+  c->expect_task = tf__xstrdup(o->expect_task != NULL ? o->expect_task : "");
+  c->keep = o->pool > 0 ? o->pool : DEFAULT_POOL;
+  pthread_mutex_init(&c->mu, NULL);
   int rv = nng_req0_open(&c->sock);
   if (rv != 0) {
     client_unref(c);
     return tf_status_set(st, TF_INTERNAL, "cannot open a req socket: %s",
                          nng_strerror(rv));
   }
-  nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, (size_t)max_msg_bytes);
+  nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, (size_t)o->max_msg_bytes);
   nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
   nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 10);
   nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
-  rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK);
+  rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK);
   if (rv != 0) {
     tf_rpc_client_free(c);
-    return tf_status_set(st, TF_INVALID_ARGUMENT, "cannot dial '%s': %s", url,
-                         nng_strerror(rv));
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "cannot dial '%s': %s",
+                         o->url, nng_strerror(rv));
   }
   *out = c;
   return TF_OK;
 }
 
-/* Set while a done callback runs on an NNG thread. */
-static _Thread_local bool in_done;
+tf_code tf_rpc_client_new(const char *url, int64_t max_msg_bytes,
+                          tf_rpc_client **out, tf_status *st) {
+  tf_rpc_client_options o = {.url = url, .max_msg_bytes = max_msg_bytes};
+  return tf_rpc_client_open(&o, out, st);
+}
 
+/* Fails calls in flight (closing the socket ends their operations) and
+ * frees the idle pairs; the client goes with its last call. */
 static void client_close(tf_rpc_client *c) {
-  nng_close(c->sock); /* calls in flight fail with UNAVAILABLE */
+  pthread_mutex_lock(&c->mu);
+  c->closed = true;
+  pair *idle[2] = {c->idle[0], c->idle[1]};
+  c->idle[0] = c->idle[1] = NULL;
+  c->n_idle[0] = c->n_idle[1] = 0;
+  pthread_mutex_unlock(&c->mu);
+  for (int k = 0; k < 2; k++) {
+    while (idle[k] != NULL) {
+      pair *p = idle[k];
+      idle[k] = p->next;
+      pair_dispose(p, false);
+    }
+  }
+  nng_dialer_close(c->dialer); /* a connect in progress ends first */
+  nng_close(c->sock);
   client_unref(c);
 }
 
@@ -114,150 +226,181 @@ void tf_rpc_client_free(tf_rpc_client *c) {
 
 const char *tf_rpc_client_url(const tf_rpc_client *c) { return c->url; }
 
-/* Ends a call: the context is closed before done runs, so done may free
- * the client. */
-static void call_end(call *k, tf_status *st, tf_wire_msg *reply) {
-  nng_ctx_close(k->ctx);
-  in_done = true;
-  k->done(k->arg, st, reply);
-  in_done = false;
-  nng_aio_reap(k->aio);
-  client_unref(k->c);
-  free(k);
+int tf__rpc_client_idle_pairs(tf_rpc_client *c) {
+  pthread_mutex_lock(&c->mu);
+  int n = c->n_idle[0] + c->n_idle[1];
+  pthread_mutex_unlock(&c->mu);
+  return n;
 }
 
-static void call_fail(call *k, int rv) {
-  tf_status st;
+/* ---- calls -------------------------------------------------------------- */
+
+/* The status of a failed NNG operation of a call. */
+static tf_code op_status(const tf_rpc_client *c, int method, int64_t timeout_ms,
+                         int rv, tf_status *st) {
   if (rv == NNG_ETIMEDOUT) {
-    tf_status_set(&st, TF_DEADLINE_EXCEEDED,
-                  "%s to %s: no reply within %lld ms",
-                  tf_method_name(k->method), k->c->url,
-                  (long long)k->timeout_ms);
-  } else {
-    tf_status_set(&st, TF_UNAVAILABLE, "%s to %s: %s",
-                  tf_method_name(k->method), k->c->url, nng_strerror(rv));
+    return tf_status_set(st, TF_DEADLINE_EXCEEDED,
+                         "%s to %s: no reply within %lld ms",
+                         tf_method_name(method), c->url,
+                         (long long)timeout_ms);
   }
-  call_end(k, &st, NULL);
+  return tf_status_set(st, TF_UNAVAILABLE, "%s to %s: %s",
+                       tf_method_name(method), c->url, nng_strerror(rv));
 }
 
-static void call_reply(call *k, nng_msg *m) {
-  tf_status st;
-  tf_status_init(&st);
+/* Parses reply m (taken): *out is the reply when OK; a reply from another
+ * task than expected, or with a non-OK code, becomes that status. */
+static tf_code reply_status(const tf_rpc_client *c, int method, nng_msg *m,
+                            tf_wire_msg **out, tf_status *st) {
+  *out = NULL;
   tf_wire_msg *r;
-  if (tf_wire_parse(m, &r, &st) != TF_OK) {
-    tf_status_prefix(&st, "%s to %s: malformed reply",
-                     tf_method_name(k->method), k->c->url);
-    call_end(k, &st, NULL);
-    return;
+  if (tf_wire_parse(m, &r, st) != TF_OK) {
+    tf_status_prefix(st, "%s to %s: malformed reply", tf_method_name(method),
+                     c->url);
+    return st->code;
   }
-  if (r->h.code != TF_OK) {
-    tf_status_set(&st, (tf_code)r->h.code, "%s", r->h.error);
+  tf_code code = TF_OK;
+  const char *from = r->h.from != NULL ? r->h.from : "";
+  if (c->expect_task[0] != '\0' && from[0] != '\0' &&
+      strcmp(from, c->expect_task) != 0) {
+    code = tf_status_set(st, TF_FAILED_PRECONDITION,
+                         "wrong task at address: %s answered as %s, expected "
+                         "%s",
+                         c->url, from, c->expect_task);
+  } else if (r->h.code != TF_OK) {
+    code = tf_status_set(st, (tf_code)r->h.code, "%s", r->h.error);
+  }
+  if (code != TF_OK) {
     tf_wire_msg_free(r);
-    call_end(k, &st, NULL);
-    return;
+    return code;
   }
-  call_end(k, &st, r);
+  tf_status_init(st);
+  *out = r;
+  return TF_OK;
+}
+
+static nng_duration ms_left(int64_t deadline_ns) {
+  int64_t left_ms = (deadline_ns - tf__now_ns() + 999999) / 1000000;
+  return (nng_duration)TF_MAX(0, TF_MIN(left_ms, INT32_MAX));
+}
+
+/* Ends an asynchronous call: done runs, then the pair goes back (done may
+ * free the client: the call's reference keeps it until then). */
+static void call_end(pair *p, const tf_status *st, tf_wire_msg *reply) {
+  tf_rpc_client *c = p->c;
+  in_done = true;
+  p->done(p->arg, st, reply);
+  in_done = false;
+  pair_put(p, true);
+  client_unref(c);
 }
 
 static void call_cb(void *arg) {
-  call *k = arg;
-  int rv = nng_aio_result(k->aio);
-  if (rv != 0) {
-    if (!k->receiving) {
-      nng_msg_free(nng_aio_get_msg(k->aio)); /* a failed send keeps it */
-    }
-    call_fail(k, rv);
-    return;
-  }
-  if (k->receiving) {
-    call_reply(k, nng_aio_get_msg(k->aio));
-    return;
-  }
-  int64_t left_ms = (k->deadline_ns - tf__now_ns() + 999999) / 1000000;
-  if (left_ms <= 0) {
-    call_fail(k, NNG_ETIMEDOUT);
-    return;
-  }
-  k->receiving = true;
-  nng_aio_set_timeout(k->aio, (nng_duration)TF_MIN(left_ms, INT32_MAX));
-  nng_ctx_recv(k->ctx, k->aio);
-}
-
-static void fail_now(tf_rpc_done done, void *arg, tf_code code,
-                     const char *fmt, const char *url, int method,
-                     const char *why) {
+  pair *p = arg;
   tf_status st;
-  tf_status_set(&st, code, fmt, tf_method_name(method), url, why);
-  done(arg, &st, NULL);
+  tf_status_init(&st);
+  int rv = nng_aio_result(p->aio);
+  if (rv == 0 && !p->receiving) {
+    nng_duration left = ms_left(p->deadline_ns);
+    rv = left > 0 ? 0 : NNG_ETIMEDOUT;
+    if (rv == 0) {
+      p->receiving = true;
+      nng_aio_set_timeout(p->aio, left);
+      nng_ctx_recv(p->ctx, p->aio);
+      return;
+    }
+  } else if (rv != 0 && !p->receiving) {
+    nng_msg_free(nng_aio_get_msg(p->aio)); /* a failed send keeps it */
+  }
+  nng_msg *m = rv == 0 ? nng_aio_get_msg(p->aio) : NULL;
+  nng_aio_set_msg(p->aio, NULL);
+  tf_wire_msg *r = NULL;
+  if (rv != 0) {
+    op_status(p->c, p->method, p->timeout_ms, rv, &st);
+  } else {
+    reply_status(p->c, p->method, m, &r, &st);
+  }
+  call_end(p, &st, r);
 }
 
 void tf_rpc_call_async(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
                        tf_rpc_done done, void *arg) {
   int method = tf__wire_method_of(req);
-  if (timeout_ms <= 0) {
+  tf_status st;
+  pair *p = NULL;
+  int rv = timeout_ms > 0 ? pair_get(c, true, &p) : 0;
+  if (timeout_ms <= 0 || rv != 0) {
     nng_msg_free(req);
-    fail_now(done, arg, TF_INVALID_ARGUMENT, "%s to %s: %s", c->url, method,
-             "timeout_ms must be > 0");
+    if (timeout_ms <= 0) {
+      tf_status_set(&st, TF_INVALID_ARGUMENT,
+                    "%s to %s: timeout_ms must be > 0", tf_method_name(method),
+                    c->url);
+    } else {
+      op_status(c, method, timeout_ms, rv, &st);
+    }
+    done(arg, &st, NULL);
     return;
   }
-  call *k = tf__xcalloc(1, sizeof *k);
-  *k = (call){.c = c, .method = method, .timeout_ms = timeout_ms,
-              .deadline_ns = tf__now_ns() + timeout_ms * 1000000,
-              .done = done, .arg = arg};
-  int rv = nng_ctx_open(&k->ctx, c->sock);
-  if (rv == 0 && (rv = nng_aio_alloc(&k->aio, call_cb, k)) != 0) {
-    nng_ctx_close(k->ctx);
-  }
-  if (rv != 0) {
-    free(k);
-    nng_msg_free(req);
-    fail_now(done, arg, TF_UNAVAILABLE, "%s to %s: %s", c->url, method,
-             nng_strerror(rv));
-    return;
-  }
+  p->method = method;
+  p->timeout_ms = timeout_ms;
+  p->deadline_ns = tf__now_ns() + timeout_ms * 1000000;
+  p->receiving = false;
+  p->done = done;
+  p->arg = arg;
   tf__ref_get(&c->refs);
-  nng_aio_set_msg(k->aio, req);
-  nng_aio_set_timeout(k->aio, (nng_duration)TF_MIN(timeout_ms, INT32_MAX));
-  nng_ctx_send(k->ctx, k->aio);
+  nng_aio_set_msg(p->aio, req);
+  nng_aio_set_timeout(p->aio, (nng_duration)TF_MIN(timeout_ms, INT32_MAX));
+  nng_ctx_send(p->ctx, p->aio);
 }
 
-typedef struct sync_wait {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool done;
-  tf_status st;
-  tf_wire_msg *reply;
-} sync_wait;
-
-static void sync_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
-  sync_wait *w = arg;
-  pthread_mutex_lock(&w->mu);
-  w->st = *st;
-  w->reply = reply;
-  w->done = true;
-  pthread_cond_broadcast(&w->cv);
-  pthread_mutex_unlock(&w->mu);
+/* Runs one operation on the pair's callback-less aio and waits for it. */
+static int run_op(pair *p, bool recv, nng_duration timeout) {
+  nng_aio_set_timeout(p->aio, timeout);
+  if (recv) {
+    nng_ctx_recv(p->ctx, p->aio);
+  } else {
+    nng_ctx_send(p->ctx, p->aio);
+  }
+  nng_aio_wait(p->aio); /* bounded by the timeout */
+  return nng_aio_result(p->aio);
 }
 
 tf_code tf_rpc_call(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
                     tf_wire_msg **reply, tf_status *st) {
   *reply = NULL;
-  sync_wait w = {.done = false, .reply = NULL};
-  pthread_mutex_init(&w.mu, NULL);
-  pthread_cond_init(&w.cv, NULL);
-  tf_rpc_call_async(c, req, timeout_ms, sync_done, &w);
-  pthread_mutex_lock(&w.mu);
-  while (!w.done) { /* bounded: the aio times out after timeout_ms */
-    pthread_cond_wait(&w.cv, &w.mu);
+  tf_status local;
+  tf_status_init(&local);
+  st = st != NULL ? st : &local;
+  int method = tf__wire_method_of(req);
+  if (timeout_ms <= 0) {
+    nng_msg_free(req);
+    return tf_status_set(st, TF_INVALID_ARGUMENT,
+                         "%s to %s: timeout_ms must be > 0",
+                         tf_method_name(method), c->url);
   }
-  pthread_mutex_unlock(&w.mu);
-  pthread_cond_destroy(&w.cv);
-  pthread_mutex_destroy(&w.mu);
-  *reply = w.reply;
-  if (st != NULL) {
-    *st = w.st;
+  int64_t deadline_ns = tf__now_ns() + timeout_ms * 1000000;
+  pair *p;
+  int rv = pair_get(c, false, &p);
+  if (rv != 0) {
+    nng_msg_free(req);
+    return op_status(c, method, timeout_ms, rv, st);
   }
-  return w.st.code;
+  tf__ref_get(&c->refs);
+  nng_aio_set_msg(p->aio, req);
+  rv = run_op(p, false, (nng_duration)TF_MIN(timeout_ms, INT32_MAX));
+  if (rv != 0) {
+    nng_msg_free(nng_aio_get_msg(p->aio)); /* a failed send keeps it */
+  } else {
+    nng_duration left = ms_left(deadline_ns);
+    rv = left > 0 ? run_op(p, true, left) : NNG_ETIMEDOUT;
+  }
+  nng_msg *m = rv == 0 ? nng_aio_get_msg(p->aio) : NULL;
+  nng_aio_set_msg(p->aio, NULL);
+  pair_put(p, false);
+  tf_code code = rv != 0 ? op_status(c, method, timeout_ms, rv, st)
+                         : reply_status(c, method, m, reply, st);
+  client_unref(c);
+  return code;
 }
 
 static atomic_uint_fast64_t next_request_id;

@@ -175,6 +175,12 @@ void tf_wire_pack_tensor(tf_wire_writer *w, const tf_tensor *t) {
   w->area_len = off + (uint64_t)t->nbytes;
 }
 
+void tf_wire_writer_fail(tf_wire_writer *w, const tf_status *st) {
+  if (w->err.code == TF_OK && st->code != TF_OK) {
+    w->err = *st;
+  }
+}
+
 void tf_wire_writer_free(tf_wire_writer *w) {
   if (w == NULL) {
     return;

@@ -85,6 +85,10 @@ msgpack_packer *tf_wire_body(tf_wire_writer *w);
 /* Packs a descriptor of t into the body at the packer's current position
  * and queues t's bytes as a payload (a reference is held until finish). */
 void tf_wire_pack_tensor(tf_wire_writer *w, const tf_tensor *t);
+/* Records st (not OK) as w's error unless one is recorded already:
+ * tf_wire_finish then fails with it (the encoders of messages.h report a
+ * list over its cap this way). The caller still packs one object. */
+void tf_wire_writer_fail(tf_wire_writer *w, const tf_status *st);
 /* Builds the NNG message (one copy of each payload) and frees w. */
 tf_code tf_wire_finish(tf_wire_writer *w, nng_msg **out, tf_status *st);
 void tf_wire_writer_free(tf_wire_writer *w);

@@ -1,6 +1,7 @@
 /* gen_corpus.c: writes seed inputs for the fuzz harnesses: valid .npy and
- * tensor msgpack encodings of every dtype in several shapes, and graphs
- * with every attr type in msgpack and YAML. Usage: gen_corpus DIR (writes
+ * tensor msgpack encodings of every dtype in several shapes, graphs
+ * with every attr type in msgpack and YAML, and message bodies for the
+ * msg_* harnesses (msg_seeds.h). Usage: gen_corpus DIR (writes
  * DIR/<harness>/seed_<n>). Built and run by scripts/run-fuzz.sh. */
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "tf/tf.h"
+#include "test/fuzz/msg_seeds.h"
 
 static const char *out_dir;
 
@@ -165,5 +167,6 @@ int main(int argc, char **argv) {
   mkdir(out_dir, 0755);
   tensors();
   graphs();
+  msg_seeds(put);
   return 0;
 }

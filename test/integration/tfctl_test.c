@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -215,14 +216,23 @@ START_TEST(test_cluster_up_failure_names_task) {
   TH_REQUIRE(c, bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0,
              "cannot occupy port %d", c->tasks[3].port);
   char *out = NULL, *err = NULL;
-  int rc = tfctl(c, &out, &err, "cluster", "up", "-c", c->config, "--timeout-ms", "8000", NULL);
+  int64_t t0 = tf_ctl_now_ms();
+  int rc = tfctl(c, &out, &err, "cluster", "up", "-c", c->config, "--timeout-ms", "30000", NULL);
+  int64_t took = tf_ctl_now_ms() - t0;
   close(fd);
-  TH_REQUIRE(c, rc == 1 && strncmp(err, "tfctl: cluster up: ", 19) == 0, "exit %d: %s", rc,
-             err);
-  TH_REQUIRE(c, strstr(err, "/job:worker/task:1") != NULL && strstr(err, "status 1") != NULL &&
+  /* The first line: the task, its exit status and its log's last line. */
+  char want[256];
+  snprintf(want, sizeof want, "tfctl: cluster up: /job:worker/task:1 (%s) exited with status 1: "
+           "tfworker /job:worker/task:1: cannot start: ", c->tasks[3].url);
+  const char *nl = strchr(err, '\n');
+  TH_REQUIRE(c, rc == 1 && strncmp(err, want, strlen(want)) == 0 && nl != NULL, "exit %d: %s",
+             rc, err);
+  TH_REQUIRE(c, strstr(err, "Address in use\n") == nl - strlen("Address in use") &&
                     strstr(err, "/job:worker/task:0") == NULL,
-             "error does not name just worker 1: %s", err);
-  TH_REQUIRE(c, strstr(err, "in use") != NULL, "no log tail with the cause: %s", err);
+             "error does not name just worker 1 and its cause: %s", err);
+  TH_REQUIRE(c, strstr(nl, "worker-1.log:\n") != NULL, "no log tail after the line: %s", err);
+  TH_REQUIRE(c, took < 15000, "cluster up took %lld ms for a task that exits at once",
+             (long long)took);
   free(out), free(err);
   for (int i = 0; i < c->n_tasks; i++) {
     char path[400];
@@ -230,6 +240,39 @@ START_TEST(test_cluster_up_failure_names_task) {
     TH_REQUIRE(c, access(path, F_OK) != 0, "%s left behind", path);
     TH_REQUIRE(c, !tf_ctl_answers(c->tasks[i].url, 200), "%s still answers", c->tasks[i].url);
   }
+  th_cluster_free(c);
+}
+END_TEST
+
+/* A spec naming one endpoint twice (a name and its address) is refused at
+ * load, naming both tasks and the position of the second; nothing starts. */
+START_TEST(test_cluster_up_duplicate_address) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  th_cluster *c = th_cluster_new(NULL);
+  int p0 = c->tasks[0].port, p1 = c->tasks[2].port;
+  char text[512];
+  snprintf(text, sizeof text, "cluster: dup\njobs:\n  master: [127.0.0.1:%d]\n"
+           "  worker: [localhost:%d, 127.0.0.1:%d]\nrun_dir: %s\n", p0, p1, p1, c->run_dir);
+  char *path = th_write_file(c, "dup.yaml", text);
+  char *out = NULL, *err = NULL;
+  int rc = tfctl(c, &out, &err, "cluster", "up", path, "--timeout-ms", "8000", NULL);
+  char want[512], digits[16];
+  int col = (int)strlen("  worker: [localhost:, ") + snprintf(digits, sizeof digits, "%d", p1) + 1;
+  snprintf(want, sizeof want, "tfctl: %s:4:%d: jobs.worker[1]: /job:worker/task:1 at "
+           "'127.0.0.1:%d' has the address of /job:worker/task:0 at 'localhost:%d' (both are "
+           "127.0.0.1 port %d); each task needs an address of its own\n", path, col, p1, p1,
+           p1);
+  TH_REQUIRE(c, rc == 1 && strcmp(err, want) == 0, "exit %d:\n%s\nwant\n%s", rc, err, want);
+  free(out), free(err);
+  char pidf[400];
+  snprintf(pidf, sizeof pidf, "%s/worker-0.pid", c->run_dir);
+  TH_REQUIRE(c, access(pidf, F_OK) != 0, "%s written", pidf);
+  TH_REQUIRE(c, !tf_ctl_answers(c->tasks[0].url, 200), "a master was started");
+  rc = tfctl(c, &out, &err, "-c", path, "health", NULL); /* every command loads it */
+  TH_REQUIRE(c, rc == 1 && strstr(err, "has the address of /job:worker/task:0") != NULL,
+             "health: exit %d: %s", rc, err);
+  free(out), free(err);
+  free(path);
   th_cluster_free(c);
 }
 END_TEST
@@ -274,6 +317,145 @@ START_TEST(test_usage_errors) {
 }
 END_TEST
 
+/* ---- tfctl exits once it knows a step's outcome ------------------------------ */
+
+static tf_node *dev_node(tf_graph *g, const char *op, const char *name, const char *dev,
+                         const tf_output *in, int n_in, const tf_attr_kv *kv, int n_kv) {
+  tf_node_builder *b = tf_node_begin(g, op, name);
+  for (int i = 0; i < n_in; i++) {
+    tf_node_add_input(b, in[i]);
+  }
+  for (int i = 0; i < n_kv; i++) {
+    tf_node_set_attr(b, kv[i].name, kv[i].value);
+  }
+  tf_node_set_device(b, dev);
+  tf_status st;
+  tf_status_init(&st);
+  tf_node *n = tf_node_finish(b, &st);
+  ck_assert_msg(n != NULL, "%s: %s", name, st.msg);
+  return n;
+}
+
+/* Saves DIR/block.tfg: deq = QueueDequeue(q) on worker 0, q an empty
+ * FIFOQueue there, so the step blocks until something ends it; y = deq +
+ * one on worker 1, so the step spans both workers. */
+static void save_blocking_graph(th_cluster *c, char *path, size_t n) {
+  tf_graph *g = tf_graph_new();
+  tf_dtype ct[] = {TF_FLOAT32};
+  tf_attr_kv qkv[] = {{"component_types", tf_attr_type_list(ct, 1)}};
+  tf_node *q = dev_node(g, "FIFOQueue", "q", "/job:worker/task:0", NULL, 0, qkv, 1);
+  tf_node *deq = dev_node(g, "QueueDequeue", "deq", "/job:worker/task:0",
+                          (tf_output[]){{q, 0}}, 1, qkv, 1);
+  tf_tensor *one = tf_tensor_scalar_f32(1.0f);
+  tf_attr_kv ckv[] = {{"value", tf_attr_tensor(one)}, {"dtype", tf_attr_type_v(TF_FLOAT32)}};
+  tf_node *k = dev_node(g, "Const", "one", "/job:worker/task:1", NULL, 0, ckv, 2);
+  tf_tensor_unref(one);
+  dev_node(g, "Add", "y", "/job:worker/task:1", (tf_output[]){{deq, 0}, {k, 0}}, 2, NULL, 0);
+  snprintf(path, n, "%s/block.tfg", c->dir);
+  tf_status st;
+  tf_status_init(&st);
+  TH_REQUIRE(c, tf_graph_save(g, path, &st) == TF_OK, "save: %s", st.msg);
+  tf_graph_free(g);
+}
+
+/* `tfctl -c CONFIG run GRAPH --fetch y:0` in the background, its stdout
+ * and stderr in log. */
+static pid_t start_run(th_cluster *c, const char *gpath, const char *log) {
+  char *prog = th_bin("tfctl");
+  char *argv[] = {prog, "-c", c->config, "run", (char *)gpath, "--fetch", "y:0", NULL};
+  tf_ctl_spawn_opts so = {.log_path = log, .die_with_parent = true};
+  tf_status st;
+  tf_status_init(&st);
+  pid_t pid = 0;
+  TH_REQUIRE(c, tf_ctl_spawn(argv, &so, &pid, &st) == TF_OK, "tfctl run: %s", st.msg);
+  free(prog);
+  return pid;
+}
+
+/* Waits until the task at url runs a step; false after timeout_ms. */
+static bool wait_step_running(const char *url, int64_t timeout_ms) {
+  int64_t deadline = tf_ctl_now_ms() + timeout_ms;
+  while (tf_ctl_now_ms() < deadline) {
+    tf_ctl_task t;
+    tf_status st;
+    tf_status_init(&st);
+    bool running = tf_ctl_get_status(url, 500, &t, &st) == TF_OK && t.running_steps > 0;
+    tf_ctl_task_fini(&t);
+    if (running) {
+      return true;
+    }
+    tf_ctl_sleep_ms(20);
+  }
+  return false;
+}
+
+/* Whether the file holds needle. */
+static bool file_has(const char *path, const char *needle) {
+  char *text = tf_ctl_file_tail(path, 1000, "");
+  bool has = strstr(text, needle) != NULL;
+  free(text);
+  return has;
+}
+
+/* Watches pid for up to limit_ms: *err_ms gets when its log first held
+ * "tfctl: " (its error line), *exit_ms when it exited (tf_ctl_now_ms;
+ * -1 if not seen). Returns its exit code, -1 if it did not exit (then
+ * killed). */
+static int watch_exit(pid_t pid, const char *log, int64_t limit_ms, int64_t *err_ms,
+                      int64_t *exit_ms) {
+  int64_t deadline = tf_ctl_now_ms() + limit_ms;
+  *err_ms = *exit_ms = -1;
+  for (;;) {
+    int status = tf_ctl_reap(pid);
+    int64_t now = tf_ctl_now_ms();
+    if (*err_ms < 0 && file_has(log, "tfctl: ")) {
+      *err_ms = now;
+    }
+    if (status >= 0) {
+      *exit_ms = now;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (now >= deadline) {
+      tf_ctl_stop_pid(pid, SIGKILL, 1000);
+      return -1;
+    }
+    tf_ctl_sleep_ms(5);
+  }
+}
+
+/* Kills victim (a job name) while tfctl runs the blocking step; tfctl must
+ * print one error line and exit 1 within 1 s of printing it. */
+static void run_and_kill(const char *victim) {
+  th_cluster *c = th_cluster_new(NULL);
+  TH_REQUIRE(c, th_start_all(c, 10000), "cluster start");
+  char gpath[400], log[400];
+  save_blocking_graph(c, gpath, sizeof gpath);
+  snprintf(log, sizeof log, "%s/tfctl-run.out", c->dir);
+  pid_t pid = start_run(c, gpath, log);
+  th_task *w0 = th_task_get(c, "worker", 0);
+  TH_REQUIRE(c, wait_step_running(w0->url, 10000), "the step never started on worker 0");
+  th_task *t = th_task_get(c, victim, 0);
+  int64_t killed = tf_ctl_now_ms();
+  th_kill_task(t);
+  int64_t err_ms, exit_ms;
+  int rc = watch_exit(pid, log, 30000, &err_ms, &exit_ms);
+  char *out = tf_ctl_file_tail(log, 20, "  ");
+  fprintf(stderr, "tfctl_test: %s killed: error after %lld ms, exit %lld ms after the error\n%s",
+          victim, (long long)(err_ms - killed), (long long)(exit_ms - err_ms), out);
+  TH_REQUIRE(c, rc == 1, "tfctl run exit %d after the %s was killed:\n%s", rc, victim, out);
+  TH_REQUIRE(c, err_ms >= 0 && exit_ms - err_ms <= 1000,
+             "tfctl exited %lld ms after printing its error (limit 1000):\n%s",
+             (long long)(exit_ms - err_ms), out);
+  free(out);
+  th_cluster_free(c);
+}
+
+START_TEST(test_run_exits_after_worker_killed) { run_and_kill("worker"); }
+END_TEST
+
+START_TEST(test_run_exits_after_master_killed) { run_and_kill("master"); }
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("tfctl");
   TCase *tc = tcase_create("tfctl");
@@ -281,7 +463,10 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_cluster_up_health_down);
   tcase_add_test(tc, test_run_and_graph);
   tcase_add_test(tc, test_cluster_up_failure_names_task);
+  tcase_add_test(tc, test_cluster_up_duplicate_address);
   tcase_add_test(tc, test_usage_errors);
+  tcase_add_test(tc, test_run_exits_after_worker_killed);
+  tcase_add_test(tc, test_run_exits_after_master_killed);
   suite_add_tcase(s, tc);
   return s;
 }

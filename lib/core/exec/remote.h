@@ -8,7 +8,8 @@
 #include "tf/session.h"
 
 typedef struct tf__remote_ops {
-  void *(*open)(const char *target, tf_status *st);
+  /* rpc_timeout_ms: each control call's deadline (> 0). */
+  void *(*open)(const char *target, int64_t rpc_timeout_ms, tf_status *st);
   tf_code (*extend)(void *impl, const tf_graph *g, int from, tf_status *st);
   tf_code (*run)(void *impl, const tf_run_options *opts,
                  const char *const *feed_names, tf_tensor *const *feed_values,

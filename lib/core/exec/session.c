@@ -141,7 +141,8 @@ tf_session *tf_session_new(tf_graph *g, const tf_session_options *opts,
       return NULL;
     }
     s->remote = remote_ops;
-    s->rimpl = remote_ops->open(target, st);
+    int64_t rpc_ms = opts->rpc_timeout_ms > 0 ? opts->rpc_timeout_ms : 60000;
+    s->rimpl = remote_ops->open(target, rpc_ms, st);
     if (s->rimpl == NULL) {
       s->remote = NULL;
       tf_session_free(s);

@@ -2,7 +2,8 @@
  * valid and invalid host:port forms (IPv4 edge values, hostname label
  * rules, bracketed IPv6, ports at and past the limits), socket paths at
  * and past the length limit, inproc names, and the transport names. Each
- * rejection must say why. */
+ * rejection must say why. Endpoints: which written addresses are one
+ * endpoint (names resolved, IPv6 canonical, socket paths folded). */
 #include <stdio.h>
 #include <string.h>
 
@@ -139,12 +140,95 @@ START_TEST(test_transports) {
 }
 END_TEST
 
+/* The endpoints of one address, joined by " | " (given twice, so that
+ * its port is shared and a name is resolved). */
+static void endpoints_of(const char *transport, const char *addr, char *buf, size_t n) {
+  char **eps[2];
+  tf__cluster_endpoints(transport, (const char *[]){addr, addr}, 2, 2000, eps);
+  tf__cluster_endpoints_free(eps[1]);
+  buf[0] = '\0';
+  for (int i = 0; eps[0][i] != NULL; i++) {
+    size_t l = strlen(buf);
+    snprintf(buf + l, n - l, "%s%s", i ? " | " : "", eps[0][i]);
+  }
+  tf__cluster_endpoints_free(eps[0]);
+}
+
+START_TEST(test_endpoints) {
+  static const struct {
+    const char *transport, *addr, *want;
+  } cases[] = {
+      {"tcp", "127.0.0.1:7070", "127.0.0.1 port 7070"},
+      {"tcp", "no-such-host.invalid:0070", "host 'no-such-host.invalid' port 70 (not resolved)"},
+      {"tcp", "[0:0::1]:9", "[::1] port 9"},
+      {"tcp", "[::ffff:127.0.0.1]:9", "127.0.0.1 port 9"},
+      {"tls+tcp", "NoSuch.Invalid:5", "host 'nosuch.invalid' port 5 (not resolved)"},
+      {"ipc", "a/../b.sock", "socket 'b.sock'"},
+      {"ipc", "./run//x/./y.sock", "socket 'run/x/y.sock'"},
+      {"ipc", "../up.sock", "socket '../up.sock'"},
+      {"ipc", "/../tmp/m.sock", "socket '/tmp/m.sock'"},
+      {"ipc", "/tmp/../..", "socket '/'"},
+      {"ipc", "a/..", "socket '.'"},
+      {"inproc", "Master", "inproc name 'Master'"},
+  };
+  char buf[512];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    endpoints_of(cases[i].transport, cases[i].addr, buf, sizeof buf);
+    ck_assert_msg(strcmp(buf, cases[i].want) == 0, "%s '%s': got '%s', want '%s'",
+                  cases[i].transport, cases[i].addr, buf, cases[i].want);
+  }
+  /* localhost stands for what /etc/hosts gives it, 127.0.0.1 among them. */
+  endpoints_of("tcp", "LocalHost:17101", buf, sizeof buf);
+  ck_assert_msg(strstr(buf, "127.0.0.1 port 17101") != NULL, "%s", buf);
+}
+END_TEST
+
+/* Which pairs share an endpoint. */
+START_TEST(test_endpoints_shared) {
+  const char *tcp[] = {"localhost:17101", "127.0.0.1:17101", "127.0.0.1:17102",
+                       "x.invalid:1",     "X.INVALID:1",     "y.invalid:1"};
+  char **e[6];
+  tf__cluster_endpoints("tcp", tcp, 6, 2000, e);
+  ck_assert_str_eq(tf__cluster_endpoints_shared(e[0], e[1]), "127.0.0.1 port 17101");
+  ck_assert_ptr_null(tf__cluster_endpoints_shared(e[1], e[2]));
+  ck_assert_ptr_null(tf__cluster_endpoints_shared(e[0], e[2]));
+  ck_assert_str_eq(tf__cluster_endpoints_shared(e[3], e[4]), "host 'x.invalid' port 1 (not resolved)");
+  ck_assert_ptr_null(tf__cluster_endpoints_shared(e[3], e[5]));
+  ck_assert_ptr_null(tf__cluster_endpoints_shared(e[2], NULL));
+  ck_assert_str_eq(e[5][0], "host 'y.invalid' port 1 (not resolved)");
+  for (int i = 0; i < 6; i++) {
+    tf__cluster_endpoints_free(e[i]);
+  }
+  /* Ports no other address has: names are not looked up at all. */
+  const char *lone[] = {"localhost:1", "localhost:2"};
+  tf__cluster_endpoints("tcp", lone, 2, 2000, e);
+  ck_assert_str_eq(e[0][0], "host 'localhost' port 1 (not resolved)");
+  ck_assert_str_eq(e[1][0], "host 'localhost' port 2 (not resolved)");
+  for (int i = 0; i < 2; i++) {
+    tf__cluster_endpoints_free(e[i]);
+  }
+  tf__cluster_endpoints("tcp", tcp, 6, 2000, e);
+  for (int i = 0; i < 6; i++) {
+    tf__cluster_endpoints_free(e[i]);
+  }
+  const char *ipc[] = {"a/../b.sock", "b.sock", "/b.sock"};
+  tf__cluster_endpoints("ipc", ipc, 3, 2000, e);
+  ck_assert_str_eq(tf__cluster_endpoints_shared(e[0], e[1]), "socket 'b.sock'");
+  ck_assert_ptr_null(tf__cluster_endpoints_shared(e[1], e[2]));
+  for (int i = 0; i < 3; i++) {
+    tf__cluster_endpoints_free(e[i]);
+  }
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("cluster_spec_addr");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_table);
   tcase_add_test(tc, test_lengths);
   tcase_add_test(tc, test_transports);
+  tcase_add_test(tc, test_endpoints);
+  tcase_add_test(tc, test_endpoints_shared);
   suite_add_tcase(s, tc);
   return s;
 }

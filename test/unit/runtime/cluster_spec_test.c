@@ -280,8 +280,14 @@ static const bad_case bad_cases[] = {
     {MASTER "  ps: [\"h\\0:1\"]\n", TF_INVALID_ARGUMENT, "x.yaml:3:8: ",
      "jobs.ps[0]: expected host:port, got text with a NUL character"},
     {MASTER "  ps: [127.0.0.1:7070]\n", TF_INVALID_ARGUMENT, "x.yaml:3:8: ",
-     "jobs.ps[0]: address '127.0.0.1:7070' is already used by "
-     "/job:master/task:0"},
+     "jobs.ps[0]: /job:ps/task:0 at '127.0.0.1:7070' has the address of "
+     "/job:master/task:0 at '127.0.0.1:7070' (both are 127.0.0.1 port 7070); "
+     "each task needs an address of its own"},
+    {MASTER "  ps: [127.0.0.1:7071]\n  worker: [h.invalid:1, localhost:7070]\n",
+     TF_INVALID_ARGUMENT, "x.yaml:4:25: ",
+     "jobs.worker[1]: /job:worker/task:1 at 'localhost:7070' has the address "
+     "of /job:master/task:0 at '127.0.0.1:7070' (both are 127.0.0.1 port "
+     "7070)"},
     {"transport: ipc\njobs: {master: ['']}\n", TF_INVALID_ARGUMENT,
      "x.yaml:2:17: ", "jobs.master[0]: expected a socket path, got ''"},
     {"transport: ipc\njobs: {master: [/tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -441,8 +447,9 @@ START_TEST(test_load_file) {
   tf_cluster_spec *s = (tf_cluster_spec *)1;
   ck_assert_int_eq(tf_cluster_spec_load(path, &s, &st), TF_INVALID_ARGUMENT);
   ck_assert(s == NULL);
-  char want[128];
-  snprintf(want, sizeof want, "%s:3:8: jobs.ps[0]: address 'h:1'", path);
+  char want[256];
+  snprintf(want, sizeof want, "%s:3:8: jobs.ps[0]: /job:ps/task:0 at 'h:1' has the "
+           "address of /job:master/task:0 at 'h:1'", path);
   ck_assert_msg(strncmp(st.msg, want, strlen(want)) == 0, "%s", st.msg);
   unlink(path);
   ck_assert_int_eq(tf_cluster_spec_load(path, &s, &st), TF_NOT_FOUND);
@@ -594,6 +601,55 @@ START_TEST(test_limits) {
 }
 END_TEST
 
+/* Parses text as "d.yaml"; the error message, or "" when it parses. */
+static const char *parse_msg(const char *text, tf_status *st) {
+  tf_cluster_spec *s = NULL;
+  tf_status_init(st);
+  if (tf_cluster_spec_parse(text, strlen(text), "d.yaml", &s, st) == TF_OK) {
+    tf_cluster_spec_free(s);
+    return "";
+  }
+  ck_assert_int_eq(st->code, TF_INVALID_ARGUMENT);
+  return st->msg;
+}
+
+/* Two tasks at one endpoint are refused at the later one, naming both
+ * tasks and both addresses as written; distinct endpoints are fine. */
+START_TEST(test_duplicate_addresses) {
+  tf_status st;
+  const char *m = parse_msg("jobs:\n  master: [127.0.0.1:17100]\n"
+                            "  worker: [localhost:17101, 127.0.0.1:17101]\n", &st);
+  ck_assert_msg(strcmp(m, "d.yaml:3:29: jobs.worker[1]: /job:worker/task:1 at "
+                          "'127.0.0.1:17101' has the address of /job:worker/task:0 at "
+                          "'localhost:17101' (both are 127.0.0.1 port 17101); each task "
+                          "needs an address of its own") == 0, "%s", m);
+  ck_assert_str_eq(parse_msg("jobs:\n  master: [127.0.0.1:17100]\n"
+                             "  worker: [localhost:17101, 127.0.0.1:17102]\n", &st), "");
+  /* The same port on other hosts, or names that do not resolve, differ. */
+  ck_assert_str_eq(parse_msg("jobs: {master: [a.invalid:1], ps: [b.invalid:1], "
+                             "worker: [127.0.0.2:1, 127.0.0.1:1, '[::1]:1']}\n", &st), "");
+  m = parse_msg("jobs:\n  master: [node.invalid:7]\n  ps:\n    - 127.0.0.1:7\n"
+                "    - NODE.invalid:7\n", &st);
+  ck_assert_msg(strncmp(m, "d.yaml:5:7: jobs.ps[1]: /job:ps/task:1 at 'NODE.invalid:7' "
+                           "has the address of /job:master/task:0 at 'node.invalid:7' "
+                           "(both are host 'node.invalid' port 7 (not resolved))", 75) == 0 &&
+                    strstr(m, "(both are host 'node.invalid' port 7 (not resolved))") != NULL,
+                "%s", m);
+  m = parse_msg("jobs: {master: ['[::1]:9'], worker: ['[0:0:0::1]:9']}\n", &st);
+  ck_assert_msg(strstr(m, "d.yaml:1:38: jobs.worker[0]: ") == m &&
+                    strstr(m, "(both are [::1] port 9)") != NULL, "%s", m);
+  m = parse_msg("transport: ipc\njobs:\n  master: [a/../b.sock]\n  worker: [b.sock]\n", &st);
+  ck_assert_msg(strstr(m, "d.yaml:4:12: jobs.worker[0]: /job:worker/task:0 at 'b.sock' has "
+                          "the address of /job:master/task:0 at 'a/../b.sock' (both are "
+                          "socket 'b.sock')") == m, "%s", m);
+  ck_assert_str_eq(parse_msg("transport: ipc\njobs: {master: [b.sock], w: [/b.sock, "
+                             "x/b.sock]}\n", &st), "");
+  m = parse_msg("transport: inproc\njobs: {master: [m], w: [M, m]}\n", &st);
+  ck_assert_msg(strstr(m, "d.yaml:2:28: jobs.w[1]: /job:w/task:1 at 'm' has the address of "
+                          "/job:master/task:0 at 'm' (both are inproc name 'm')") == m, "%s", m);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("cluster_spec");
   TCase *tc = tcase_create("core");
@@ -606,6 +662,7 @@ Suite *tt_suite(void) {
   tcase_add_loop_test(tc, test_errors, 0,
                       (int)(sizeof bad_cases / sizeof bad_cases[0]));
   tcase_add_test(tc, test_load_file);
+  tcase_add_test(tc, test_duplicate_addresses);
   tcase_add_test(tc, test_random_round_trip);
   tcase_add_test(tc, test_random_corruption);
   suite_add_tcase(s, tc);

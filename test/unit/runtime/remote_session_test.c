@@ -4,11 +4,42 @@
  * variable (reading it afterwards is FAILED_PRECONDITION uninitialized)
  * and only the named containers; an MLP forward pass (MatMul, BiasAdd,
  * Relu over ps and workers, fed input) equals the local session bit for
- * bit.
- * Not tested here: a target nobody listens on. remote_session.c waits
- * CONTROL_TIMEOUT_MS (60 s) for CreateSession's reply, since the RPC client
- * dials in the background, so that failure takes a minute. */
+ * bit; a target nobody listens on fails within the session's
+ * rpc_timeout_ms (the RPC client dials in the background, so only the
+ * deadline ends the wait; by default it is 60 s). */
 #include "test/unit/runtime/rt_testlib2.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A loopback port nobody listens on (bound, read and closed). */
+static int unused_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+START_TEST(absent_master_fails_within_rpc_timeout) {
+  char url[64];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", unused_port());
+  tf_status st;
+  tf_status_init(&st);
+  tf_session_options o = {.target = url, .rpc_timeout_ms = 400};
+  int64_t t0 = tf__now_ns();
+  ck_assert_ptr_null(tf_session_new(NULL, &o, &st));
+  double secs = rt2_secs_since(t0);
+  ck_assert_msg(secs >= 0.35 && secs < 2.0, "took %.2f s", secs);
+  ck_assert_msg(st.code == TF_DEADLINE_EXCEEDED || st.code == TF_UNAVAILABLE, "%d %s", st.code,
+                st.msg);
+  ck_assert_msg(strstr(st.msg, url) != NULL, "%s", st.msg);
+}
+END_TEST
 
 START_TEST(bad_target_fails_fast) {
   tf_status st;
@@ -177,6 +208,7 @@ Suite *tt_suite(void) {
   TCase *tc = tcase_create("remote");
   tcase_set_timeout(tc, 30);
   tcase_add_test(tc, bad_target_fails_fast);
+  tcase_add_test(tc, absent_master_fails_within_rpc_timeout);
   tcase_add_test(tc, unreachable_cluster_fails_in_time);
   tcase_add_test(tc, reset_clears_ps_variable);
   tcase_add_test(tc, mlp_forward_equals_local);

@@ -2,9 +2,11 @@
  * DEADLINE_EXCEEDED naming method, URL and timeout; background dialing
  * reaches a server that starts later; many asynchronous calls in flight on
  * one client each complete exactly once; freeing a client fails its calls
- * with UNAVAILABLE (and may be done from a completion); a reply over the
- * client's size limit fails the call; bad URLs and timeouts are rejected;
- * request ids are unique and non-zero across threads. */
+ * with UNAVAILABLE (and may be done from a completion), synchronous ones
+ * too; a reply over the client's size limit fails the call; bad URLs and
+ * timeouts are rejected; request ids are unique and non-zero across
+ * threads; a reply from another task than expected fails the call;
+ * (context, aio) pairs are reused and at most 16 idle ones kept. */
 #include <pthread.h>
 
 #include "test/unit/transport/rpc_testlib.h"
@@ -174,6 +176,115 @@ START_TEST(test_reply_over_client_limit_fails) {
 }
 END_TEST
 
+#define TASK1 "/job:worker/replica:0/task:1"
+#define TASK2 "/job:worker/replica:0/task:2"
+
+static tf_rpc_client *expecting(const char *url, const char *task) {
+  tf_rpc_client_options o = {.url = url, .expect_task = task};
+  tf_rpc_client *c;
+  tf_status st;
+  ck_assert_msg(tf_rpc_client_open(&o, &c, &st) == TF_OK, "%s", st.msg);
+  return c;
+}
+
+START_TEST(test_reply_from_another_task_fails) {
+  tf_rpc_server *s = rt_named_server("inproc://cl_identity", TASK1, 9);
+  tf_rpc_client *wrong = expecting("inproc://cl_identity", TASK2);
+  tf_wire_msg *r = (tf_wire_msg *)1;
+  tf_status st;
+  ck_assert_int_eq(tf_rpc_call(wrong, rt_request(RT_ECHO, 0, NULL, 0), 3000,
+                               &r, &st),
+                   TF_FAILED_PRECONDITION);
+  ck_assert(r == NULL);
+  ck_assert_str_eq(st.msg, "wrong task at address: inproc://cl_identity "
+                           "answered as " TASK1 ", expected " TASK2);
+  tf_rpc_client *right = expecting("inproc://cl_identity", TASK1);
+  ck_assert_msg(tf_rpc_call(right, rt_request(RT_ECHO, 0, NULL, 0), 3000, &r,
+                            &st) == TF_OK,
+                "%s", st.msg);
+  tf_wire_msg_free(r);
+  tf_rpc_client_free(wrong);
+  tf_rpc_client_free(right);
+  tf_rpc_server_stop(s);
+  /* A server that does not name itself: any expectation passes. */
+  s = rt_server("inproc://cl_anonymous", 1, 0);
+  tf_rpc_client *any = expecting("inproc://cl_anonymous", TASK2);
+  ck_assert_msg(tf_rpc_call(any, rt_request(RT_SLEEP, 0, "ms", 0), 3000, &r,
+                            &st) == TF_OK,
+                "%s", st.msg);
+  tf_wire_msg_free(r);
+  tf_rpc_client_free(any);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
+START_TEST(test_pairs_are_pooled_and_bounded) {
+  tf_rpc_server *s = rt_server("inproc://cl_pool", 4, 0);
+  tf_rpc_client *c = rt_client("inproc://cl_pool", 0);
+  ck_assert_int_eq(tf__rpc_client_idle_pairs(c), 0);
+  for (int i = 0; i < 10; i++) { /* one pair serves them all */
+    tf_wire_msg *r;
+    tf_status st;
+    ck_assert(tf_rpc_call(c, rt_request(RT_SLEEP, 0, "ms", 0), 3000, &r,
+                          &st) == TF_OK);
+    tf_wire_msg_free(r);
+    ck_assert_int_eq(tf__rpc_client_idle_pairs(c), 1);
+  }
+  atomic_int done = 0;
+  slot sl[40];
+  for (int i = 0; i < 40; i++) { /* 40 in flight: 40 async pairs */
+    sl[i] = (slot){&done, 7, 0, false};
+    tf_tensor *t = tf_tensor_vec_i64(1, &sl[i].want);
+    tf_rpc_call_async(c, rt_echo_request(&t, 1, 0), 3000, slot_done, &sl[i]);
+    tf_tensor_unref(t);
+  }
+  wait_count(&done, 40);
+  for (int i = 0; i < 100 && tf__rpc_client_idle_pairs(c) < 17; i++) {
+    rt_sleep_ms(10); /* pairs go back just after done */
+  }
+  ck_assert_int_eq(tf__rpc_client_idle_pairs(c), 1 + 16); /* 16 kept */
+  for (int i = 0; i < 40; i++) {
+    ck_assert(sl[i].ok);
+  }
+  tf_rpc_client_free(c);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
+typedef struct sync_arg {
+  tf_rpc_client *c;
+  tf_code code;
+  tf_status st;
+  int64_t ms;
+} sync_arg;
+
+static void *sync_main(void *p) {
+  sync_arg *a = p;
+  tf_wire_msg *r = NULL;
+  int64_t t0 = rt_now_ms();
+  a->code = tf_rpc_call(a->c, rt_request(RT_SLEEP, 0, "ms", 2000), 5000, &r,
+                        &a->st);
+  a->ms = rt_now_ms() - t0;
+  tf_wire_msg_free(r);
+  return NULL;
+}
+
+START_TEST(test_free_fails_a_waiting_sync_call) {
+  tf_rpc_server *s = rt_server("inproc://cl_sync_free", 1, 0);
+  sync_arg a = {.c = rt_client("inproc://cl_sync_free", 0)};
+  pthread_t th;
+  pthread_create(&th, NULL, sync_main, &a);
+  wait_count(&rt_calls, 1);
+  tf_rpc_client_free(a.c); /* the call's thread waits on its own aio */
+  pthread_join(th, NULL);
+  ck_assert_int_eq(a.code, TF_UNAVAILABLE);
+  ck_assert_msg(strstr(a.st.msg, "RunGraph to inproc://cl_sync_free: "),
+                "%s", a.st.msg);
+  ck_assert_msg(a.ms < 1500, "took %lld ms", (long long)a.ms);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return (x > y) - (x < y);
@@ -216,6 +327,9 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_free_fails_calls_in_flight);
   tcase_add_test(tc, test_reply_over_client_limit_fails);
   tcase_add_test(tc, test_request_ids_unique_nonzero);
+  tcase_add_test(tc, test_reply_from_another_task_fails);
+  tcase_add_test(tc, test_pairs_are_pooled_and_bounded);
+  tcase_add_test(tc, test_free_fails_a_waiting_sync_call);
   suite_add_tcase(s, tc);
   return s;
 }

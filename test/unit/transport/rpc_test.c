@@ -3,9 +3,10 @@
  * crossing with code and message intact, deadlines against a sleeping
  * handler, retry detection by request id (finished, running, reused for
  * another method, reply too large to retain, forgotten after 1024 newer
- * ids), malformed requests from a raw NNG socket, garbage bytes on a plain
- * TCP connection, the receive size limit, start errors, and stop. Every
- * wait is bounded by a call timeout. */
+ * ids), malformed requests from a raw NNG socket, the server's identity
+ * (a request for another task or incarnation refused, every reply naming
+ * the server), garbage bytes on a plain TCP connection, the receive size
+ * limit, start errors, and stop. Every wait is bounded by a call timeout. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -372,6 +373,62 @@ START_TEST(test_malformed_request_gets_invalid_argument) {
 }
 END_TEST
 
+#define TASK1 "/job:worker/replica:0/task:1"
+#define TASK2 "/job:worker/replica:0/task:2"
+#define MASTER "/job:master/replica:0/task:0"
+
+START_TEST(test_identity_checked_and_replies_name_the_server) {
+  tf_rpc_server *s = rt_named_server("inproc://rpc_identity", TASK1, 0xabc);
+  tf_rpc_client *c = rt_client("inproc://rpc_identity", 0);
+  tf_wire_msg *r;
+  tf_status st;
+  ck_assert_int_eq(tf_rpc_call(c, rt_addressed(RT_ECHO, MASTER, 7, TASK2, 0),
+                               3000, &r, &st),
+                   TF_FAILED_PRECONDITION);
+  ck_assert_str_eq(st.msg, "wrong task at address: inproc://rpc_identity is "
+                           TASK1 ", the request was for " TASK2);
+  ck_assert_int_eq(tf_rpc_call(c, rt_addressed(RT_ECHO, MASTER, 7, TASK1,
+                                               0xdef),
+                               3000, &r, &st),
+                   TF_ABORTED);
+  ck_assert_str_eq(st.msg, "the task restarted: " TASK1 " at "
+                           "inproc://rpc_identity is incarnation "
+                           "0000000000000abc, the request was for "
+                           "incarnation 0000000000000def");
+  ck_assert_int_eq(atomic_load(&rt_calls), 0);
+  ck_assert_int_eq(tf_rpc_server_rejected(s), 2);
+  /* Right task and incarnation, or none named: served, and the reply says
+   * who answered and to whom. */
+  ck_assert(tf_rpc_call(c, rt_addressed(RT_ECHO, MASTER, 7, TASK1, 0xabc),
+                        3000, &r, &st) == TF_OK);
+  ck_assert_str_eq(r->h.from, TASK1);
+  ck_assert(r->h.from_inc == 0xabc);
+  ck_assert_str_eq(r->h.to, MASTER);
+  ck_assert(r->h.to_inc == 7);
+  tf_wire_msg_free(r);
+  ck_assert(tf_rpc_call(c, rt_addressed(RT_ECHO, "", 0, "", 0), 3000, &r,
+                        &st) == TF_OK);
+  ck_assert_str_eq(r->h.from, TASK1);
+  ck_assert(r->h.from_inc == 0xabc);
+  tf_wire_msg_free(r);
+  ck_assert_int_eq(atomic_load(&rt_calls), 2);
+  tf_rpc_client_free(c);
+  /* Error replies come from the server too, malformed requests included. */
+  nng_msg *m = rt_addressed(RT_ECHO, MASTER, 7, TASK2, 0);
+  r = raw_call("inproc://rpc_identity", nng_msg_body(m), nng_msg_len(m));
+  nng_msg_free(m);
+  ck_assert_int_eq(r->h.code, TF_FAILED_PRECONDITION);
+  ck_assert_str_eq(r->h.from, TASK1);
+  ck_assert_str_eq(r->h.to, MASTER);
+  tf_wire_msg_free(r);
+  r = raw_call("inproc://rpc_identity", "junk", 4);
+  ck_assert_int_eq(r->h.code, TF_INVALID_ARGUMENT);
+  ck_assert_str_eq(r->h.from, TASK1);
+  tf_wire_msg_free(r);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
 START_TEST(test_garbage_tcp_bytes_drop_the_connection) {
   tf_rpc_server *s = rt_server("tcp://127.0.0.1:0", 1, 0);
   char url[64];
@@ -431,22 +488,22 @@ END_TEST
 START_TEST(test_start_errors) {
   tf_rpc_server *s = (tf_rpc_server *)1;
   tf_status st;
-  ck_assert_int_eq(tf_rpc_server_start("bogus://x", 1, 0, rt_handler, NULL,
+  ck_assert_int_eq(tf_rpc_server_start_sync("bogus://x", 1, 0, rt_handler, NULL,
                                        &s, &st),
                    TF_INVALID_ARGUMENT);
   ck_assert(s == NULL);
   ck_assert_msg(strstr(st.msg, "bogus://x"), "%s", st.msg);
-  ck_assert_int_eq(tf_rpc_server_start("tls+tcp://127.0.0.1:0", 1, 0,
+  ck_assert_int_eq(tf_rpc_server_start_sync("tls+tcp://127.0.0.1:0", 1, 0,
                                        rt_handler, NULL, &s, &st),
                    TF_UNIMPLEMENTED);
   ck_assert_msg(strstr(st.msg, "the tls+tcp transport is not supported"), "%s", st.msg);
-  ck_assert_int_eq(tf_rpc_server_start("inproc://x", 0, 0, rt_handler, NULL,
+  ck_assert_int_eq(tf_rpc_server_start_sync("inproc://x", 0, 0, rt_handler, NULL,
                                        &s, &st),
                    TF_INVALID_ARGUMENT);
   tf_rpc_server *a = rt_server("tcp://127.0.0.1:0", 1, 0);
   char url[64];
   rt_tcp_url(a, url, sizeof url);
-  ck_assert_int_eq(tf_rpc_server_start(url, 1, 0, rt_handler, NULL, &s, &st),
+  ck_assert_int_eq(tf_rpc_server_start_sync(url, 1, 0, rt_handler, NULL, &s, &st),
                    TF_UNAVAILABLE);
   ck_assert_msg(strstr(st.msg, "cannot listen on ") && strstr(st.msg, url),
                 "%s", st.msg);
@@ -480,6 +537,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_large_reply_not_retained);
   tcase_add_test(tc, test_old_ids_are_forgotten_after_1024);
   tcase_add_test(tc, test_malformed_request_gets_invalid_argument);
+  tcase_add_test(tc, test_identity_checked_and_replies_name_the_server);
   tcase_add_test(tc, test_garbage_tcp_bytes_drop_the_connection);
   tcase_add_test(tc, test_receive_size_limit);
   tcase_add_test(tc, test_start_errors);

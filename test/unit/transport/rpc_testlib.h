@@ -1,6 +1,7 @@
 /* rpc_testlib.h: helpers shared by the RPC server and client tests: a test
  * handler whose behaviour the method picks (echo tensors, sleep, fail,
- * return nothing, big reply), request builders, and a free loopback port.
+ * return nothing, big reply), a server with a task identity, request
+ * builders, and a free loopback port.
  * Static inline so each test includes what it uses. */
 #ifndef TF_TEST_RPC_TESTLIB_H
 #define TF_TEST_RPC_TESTLIB_H
@@ -168,7 +169,7 @@ static inline tf_rpc_server *rt_server(const char *url, int threads,
                                        int64_t max_bytes) {
   tf_rpc_server *s;
   tf_status st;
-  ck_assert_msg(tf_rpc_server_start(url, threads, max_bytes, rt_handler, NULL,
+  ck_assert_msg(tf_rpc_server_start_sync(url, threads, max_bytes, rt_handler, NULL,
                                     &s, &st) == TF_OK,
                 "%s", st.msg);
   return s;
@@ -180,6 +181,44 @@ static inline tf_rpc_client *rt_client(const char *url, int64_t max_bytes) {
   ck_assert_msg(tf_rpc_client_new(url, max_bytes, &c, &st) == TF_OK, "%s",
                 st.msg);
   return c;
+}
+
+/* An asynchronous handler that answers every request at once with an OK
+ * reply whose body is nil. */
+static inline void rt_nil_handler(void *arg, struct tf_rpc_call *c) {
+  atomic_fetch_add(&rt_calls, 1);
+  nng_msg *m = NULL;
+  tf_status st;
+  ck_assert(tf_wire_finish(tf_rpc_reply_writer(c), &m, &st) == TF_OK);
+  tf_rpc_reply(c, m);
+}
+
+/* A server that is task `task` (incarnation inc) and answers with nil. */
+static inline tf_rpc_server *rt_named_server(const char *url, const char *task,
+                                             uint64_t inc) {
+  tf_rpc_server_options o;
+  tf_rpc_server_options_init(&o, url);
+  o.self_task = task;
+  o.self_incarnation = inc;
+  tf_rpc_server *s;
+  tf_status st;
+  ck_assert_msg(tf_rpc_server_start(&o, rt_nil_handler, NULL, &s, &st) ==
+                    TF_OK,
+                "%s", st.msg);
+  return s;
+}
+
+/* A request for method carrying identity (from, to) in its header. */
+static inline nng_msg *rt_addressed(int method, const char *from,
+                                    uint64_t from_inc, const char *to,
+                                    uint64_t to_inc) {
+  tf_wire_header h = {.version = TF_WIRE_VERSION, .method = method,
+                      .from = from, .from_inc = from_inc, .to = to,
+                      .to_inc = to_inc};
+  nng_msg *m;
+  tf_status st;
+  ck_assert(tf_wire_finish(tf_wire_writer_new(&h), &m, &st) == TF_OK);
+  return m;
 }
 
 /* "tcp://127.0.0.1:<port of s>". */

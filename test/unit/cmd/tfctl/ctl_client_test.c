@@ -4,7 +4,8 @@
  * a worker dies (it goes down with an error once down_after_ms passes),
  * ListDevices, tf_ctl_answers, unreachable URLs failing within their
  * deadline naming the URL, and malformed or error replies from a fake
- * server decoded into errors that name the bad field. */
+ * server decoded into errors that name the bad field; tf_ctl_probe_task
+ * telling the task expected at an address from another one answering. */
 #include <time.h>
 
 #include "lib/core/base/util.h"
@@ -109,6 +110,16 @@ START_TEST(test_get_status) {
   ck_assert_int_eq(t.n_devices, 0);
   tf_ctl_task_fini(&t);
   tf_ctl_task_fini(NULL); /* NULL-safe */
+  /* Each task serves as itself; asked for another, it is the wrong one. */
+  char *w1 = url_of(&c, "worker", 1);
+  ck_assert_msg(tf_ctl_probe_task(w1, "worker", 1, 2000, &st) == TF_OK, "%s", st.msg);
+  ck_assert_msg(tf_ctl_probe_task(c.master_url, "master", 0, 2000, &st) == TF_OK, "%s",
+                st.msg);
+  ck_assert_int_eq(tf_ctl_probe_task(w1, "worker", 0, 2000, &st), TF_FAILED_PRECONDITION);
+  ck_assert_msg(strstr(st.msg, "wrong task at address") != NULL &&
+                    strstr(st.msg, "is /job:worker/replica:0/task:1, expected "
+                                   "/job:worker/replica:0/task:0") != NULL, "%s", st.msg);
+  free(w1);
   rt_stop(&c);
 }
 END_TEST
@@ -322,9 +333,11 @@ typedef enum {
   FAKE_TASK_NO_UP,     /* second entry lacks "up" */
   FAKE_WITH_MASTER,    /* the master listed (second), optional fields absent */
   FAKE_DEVICE_NO_NAME, /* second device lacks "name" */
+  FAKE_FROM_OTHER,     /* as FAKE_STR_DEVICES, the header from /job:worker/task:7 */
 } fake_mode;
 
 static fake_mode mode;
+static char last_to[128]; /* the `to` of the last request */
 
 static void pack_kv_str(msgpack_packer *pk, const char *k, const char *v) {
   tf_wire_pack_str(pk, k);
@@ -347,6 +360,7 @@ static void pack_body(msgpack_packer *pk) {
     case FAKE_NO_JOB:
     case FAKE_BAD_DEVICE:
     case FAKE_STR_DEVICES:
+    case FAKE_FROM_OTHER:
       msgpack_pack_map(pk, mode == FAKE_NO_JOB ? 2 : 4);
       if (mode != FAKE_NO_JOB) {
         pack_kv_str(pk, "job", "ps");
@@ -394,6 +408,7 @@ static void pack_body(msgpack_packer *pk) {
 
 static nng_msg *fake_handle(void *arg, const tf_wire_msg *req, tf_status *st) {
   (void)arg;
+  snprintf(last_to, sizeof last_to, "%s", req->h.to != NULL ? req->h.to : "");
   if (mode == FAKE_ERROR || mode == FAKE_ERROR_UNAVAIL) {
     tf_status_set(st, mode == FAKE_ERROR ? TF_NOT_FOUND : TF_UNAVAILABLE,
                   "scripted failure");
@@ -401,7 +416,8 @@ static nng_msg *fake_handle(void *arg, const tf_wire_msg *req, tf_status *st) {
   }
   tf_wire_header h = {.version = TF_WIRE_VERSION, .method = req->h.method,
                       .request_id = req->h.request_id, .is_reply = true,
-                      .code = TF_OK, .error = ""};
+                      .code = TF_OK, .error = "",
+                      .from = mode == FAKE_FROM_OTHER ? "/job:worker/replica:0/task:7" : ""};
   tf_wire_writer *w = tf_wire_writer_new(&h);
   pack_body(tf_wire_body(w));
   nng_msg *m = NULL;
@@ -415,7 +431,7 @@ static char fake_url[64];
 static void fake_start(void) {
   tf_status st;
   tf_status_init(&st);
-  ck_assert_msg(tf_rpc_server_start("tcp://127.0.0.1:0", 2, 0, fake_handle, NULL, &fake,
+  ck_assert_msg(tf_rpc_server_start_sync("tcp://127.0.0.1:0", 2, 0, fake_handle, NULL, &fake,
                                     &st) == TF_OK, "%s", st.msg);
   snprintf(fake_url, sizeof fake_url, "tcp://127.0.0.1:%d", tf_rpc_server_port(fake));
 }
@@ -455,6 +471,38 @@ START_TEST(test_get_status_replies) {
   tf_ctl_task_fini(&t);
   ck_assert(tf_ctl_answers(fake_url, 1000));
   fake_stop();
+}
+END_TEST
+
+/* tf_ctl_probe_task: the request names the task expected; the answer
+ * must come from it, by the reply's job and task and by its header. */
+START_TEST(test_probe_task_identity) {
+  fake_start();
+  tf_status st;
+  mode = FAKE_STR_DEVICES; /* answers as /job:ps/task:3, header from "" */
+  tf_status_init(&st);
+  ck_assert_msg(tf_ctl_probe_task(fake_url, "ps", 3, 2000, &st) == TF_OK, "%s", st.msg);
+  ck_assert_str_eq(last_to, "/job:ps/replica:0/task:3");
+  ck_assert_int_eq(tf_ctl_probe_task(fake_url, "worker", 1, 2000, &st), TF_FAILED_PRECONDITION);
+  char want[256];
+  snprintf(want, sizeof want, "wrong task at address: %s is /job:ps/replica:0/task:3, "
+           "expected /job:worker/replica:0/task:1", fake_url);
+  ck_assert_str_eq(st.msg, want);
+  ck_assert_str_eq(last_to, "/job:worker/replica:0/task:1");
+  ck_assert_int_eq(tf_ctl_probe_task(fake_url, "ps", 4, 2000, &st), TF_FAILED_PRECONDITION);
+  mode = FAKE_FROM_OTHER; /* the body says ps/3, the header another task */
+  ck_assert_int_eq(tf_ctl_probe_task(fake_url, "ps", 3, 2000, &st), TF_FAILED_PRECONDITION);
+  snprintf(want, sizeof want, "wrong task at address: %s is /job:worker/replica:0/task:7, "
+           "expected /job:ps/replica:0/task:3", fake_url);
+  ck_assert_str_eq(st.msg, want);
+  mode = FAKE_ERROR; /* errors come through as they are */
+  ck_assert_int_eq(tf_ctl_probe_task(fake_url, "ps", 3, 2000, &st), TF_NOT_FOUND);
+  ck_assert_msg(strstr(st.msg, "scripted failure") != NULL, "%s", st.msg);
+  mode = FAKE_NO_JOB;
+  ck_assert_int_eq(tf_ctl_probe_task(fake_url, "ps", 3, 2000, &st), TF_INVALID_ARGUMENT);
+  fake_stop();
+  tf_code c = tf_ctl_probe_task(fake_url, "ps", 3, 300, &st);
+  ck_assert_msg(c == TF_DEADLINE_EXCEEDED || c == TF_UNAVAILABLE, "%s", st.msg);
 }
 END_TEST
 
@@ -534,6 +582,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_answers);
   tcase_add_test(tc, test_unreachable_named);
   tcase_add_test(tc, test_get_status_replies);
+  tcase_add_test(tc, test_probe_task_identity);
   tcase_add_test(tc, test_answers_error_reply_unavailable);
   tcase_add_test(tc, test_answers_bad_url);
   tcase_add_test(tc, test_cluster_status_replies);

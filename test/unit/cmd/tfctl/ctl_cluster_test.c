@@ -1,7 +1,9 @@
 /* ctl_cluster_test.c: `tfctl cluster up|down` as library calls: the
  * DIR/<job>-<task>.<ext> layout; up refusing to start over a pid file that
  * names a live tf process (and not over one naming another program); up
- * with a program that cannot be run stopping what it started; a run dir
+ * with a program that cannot be run stopping what it started; a task that
+ * exits at once (a status, a signal) failing up at once with its status
+ * and its log's last line, stopping the rest; a run dir
  * or config that cannot be used; down signalling only tf processes
  * (SIGKILL after the grace period for one ignoring SIGTERM) and removing
  * every pid file, also stale ones. Stand-in tf processes are /bin/sleep
@@ -11,7 +13,6 @@
  * taken fails up naming it; without them those two tests only say so. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -252,6 +253,82 @@ START_TEST(test_up_cannot_run_stops_started) {
 }
 END_TEST
 
+/* Writes an executable stand-in script dir/bin/name. */
+static void stand_in(const char *name, const char *body) {
+  char bindir[128], script[192];
+  snprintf(bindir, sizeof bindir, "%s/bin", dir);
+  mkdir(bindir, 0755);
+  snprintf(script, sizeof script, "%s/%s", bindir, name);
+  FILE *f = fopen(script, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "#!/bin/sh\n%s", body);
+  fclose(f);
+  ck_assert_int_eq(chmod(script, 0755), 0);
+  set_path(bindir);
+}
+
+/* A task that exits at once fails up at once (not at the timeout), naming
+ * its exit status (or signal) and its log's last line, and what was
+ * started is stopped: a stand-in master that never answers, a ps and a
+ * worker that do what dir/mode says. */
+START_TEST(test_up_task_exits_at_once) {
+  int ports[3];
+  tf_cluster_spec *s = spec_with(ports, 0);
+  char body[1024], mode_file[160], master_rec[160];
+  snprintf(mode_file, sizeof mode_file, "%s/mode", dir);
+  snprintf(master_rec, sizeof master_rec, "%s/master.pid", dir);
+  snprintf(body, sizeof body, "echo $$ > %s.tmp && /bin/mv %s.tmp %s\nexec /bin/sleep 30\n",
+           master_rec, master_rec, master_rec);
+  stand_in("tfmaster", body);
+  snprintf(body, sizeof body,
+           "mode=$(/bin/cat %s)\n"
+           "if [ \"$4\" = ps ] && [ \"$mode\" = exit ]; then\n"
+           "  echo 'starting'; echo '<3>tfworker /job:ps/task:0: cannot start: no device' >&2\n"
+           "  exit 3\nfi\n"
+           "if [ \"$4\" = worker ] && [ \"$mode\" = signal ]; then\n"
+           "  echo 'about to crash'; kill -SEGV $$\nfi\n"
+           "exec /bin/sleep 30\n", mode_file);
+  stand_in("tfworker", body);
+  const char *modes[] = {"exit", "signal"};
+  for (int m = 0; m < 2; m++) {
+    FILE *f = fopen(mode_file, "w");
+    fprintf(f, "%s\n", modes[m]);
+    fclose(f);
+    unlink(master_rec);
+    tf_ctl_cluster_opts o = {.spec = s, .config_path = config, .timeout_ms = 15000};
+    tf_status st;
+    tf_status_init(&st);
+    char *details = NULL;
+    int64_t t0 = tf_ctl_now_ms();
+    ck_assert_int_eq(tf_ctl_cluster_up(&o, &details, &st), TF_FAILED_PRECONDITION);
+    ck_assert_msg(tf_ctl_now_ms() - t0 < 5000, "took %lld ms", (long long)(tf_ctl_now_ms() - t0));
+    char want[256];
+    if (m == 0) {
+      snprintf(want, sizeof want, "/job:ps/task:0 "
+               "(tcp://127.0.0.1:%d) exited with status 3: tfworker /job:ps/task:0: cannot "
+               "start: no device", ports[0]);
+    } else {
+      snprintf(want, sizeof want, "/job:worker/task:0 "
+               "(tcp://127.0.0.1:%d) killed by signal 11 (Segmentation fault): about to crash",
+               ports[2]);
+    }
+    ck_assert_msg(strcmp(st.msg, want) == 0, "got  %s\nwant %s", st.msg, want);
+    ck_assert_msg(strstr(details, m == 0 ? "ps-0.log:\n  starting\n" : "worker-0.log:\n") != NULL,
+                  "%s", details);
+    free(details);
+    const char *jobs[] = {"ps", "master", "worker"};
+    for (int i = 0; i < 3; i++) {
+      char *pf = task_file(jobs[i], "pid");
+      ck_assert_msg(!exists(pf), "%s left", pf);
+      free(pf);
+    }
+    pid_t mp = tf_ctl_pidfile_read(master_rec);
+    ck_assert_msg(mp <= 0 || !tf_ctl_pid_alive(mp), "the master (pid %ld) still runs", (long)mp);
+  }
+  tf_cluster_spec_free(s);
+}
+END_TEST
+
 START_TEST(test_bad_run_dir_and_config) {
   int ports[3];
   tf_cluster_spec *s = spec_with(ports, 0);
@@ -368,8 +445,8 @@ END_TEST
 /* ---- with the real programs ----------------------------------------------- */
 
 /* The directory of the built tfmaster/tfworker for this test binary
- * (<root>/<BUILD>/test/unit/runtime/ctl_cluster_test): <root>/bin for
- * BUILD "build", else <root>/<BUILD>/bin; NULL when they are not there. */
+ * (<BUILD>/test/unit/cmd/tfctl/ctl_cluster_test): <BUILD>/bin; NULL when
+ * they are not there. */
 static char *bin_dir(void) {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -377,19 +454,13 @@ static char *bin_dir(void) {
     return NULL;
   }
   self[n] = '\0';
-  char *d = self;
-  for (int i = 0; i < 4; i++) {
-    d = dirname(d); /* .../<BUILD> */
+  char *unit = strstr(self, "/test/unit/");
+  if (unit == NULL) {
+    return NULL;
   }
-  char build[PATH_MAX];
-  snprintf(build, sizeof build, "%s", d);
-  char *base = basename(build);
+  *unit = '\0';
   char out[PATH_MAX + 8], m[PATH_MAX + 32], w[PATH_MAX + 32];
-  if (strcmp(base, "build") == 0) {
-    snprintf(out, sizeof out, "%s/bin", dirname(d));
-  } else {
-    snprintf(out, sizeof out, "%s/bin", d);
-  }
+  snprintf(out, sizeof out, "%s/bin", self);
   snprintf(m, sizeof m, "%s/tfmaster", out);
   snprintf(w, sizeof w, "%s/tfworker", out);
   if (access(m, X_OK) != 0 || access(w, X_OK) != 0) {
@@ -490,8 +561,9 @@ START_TEST(test_real_up_and_down) {
 }
 END_TEST
 
-/* The worker's port is taken: it exits, up fails naming it and its exit,
- * the details hold its log's tail, and nothing is left running. */
+/* The worker's port is taken: it exits, and up fails at once naming it,
+ * its exit status and its log's last line (the details hold the log's
+ * tail); nothing is left running. */
 START_TEST(test_real_up_port_taken) {
   char *bins = bin_dir();
   if (bins == NULL) {
@@ -505,17 +577,20 @@ START_TEST(test_real_up_port_taken) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
   ck_assert_int_eq(listen(fd, 1), 0);
-  tf_ctl_cluster_opts o = {.spec = s, .config_path = config, .timeout_ms = 8000};
+  tf_ctl_cluster_opts o = {.spec = s, .config_path = config, .timeout_ms = 15000};
   tf_status st;
   tf_status_init(&st);
   char *details = NULL;
   int64_t t0 = tf_ctl_now_ms();
-  ck_assert_int_eq(tf_ctl_cluster_up(&o, &details, &st), TF_DEADLINE_EXCEEDED);
-  ck_assert_msg(tf_ctl_now_ms() - t0 < 7000, "waited for the exited task");
-  char want[128];
-  snprintf(want, sizeof want, "/job:worker/task:0 (tcp://127.0.0.1:%d, exited with status",
+  ck_assert_int_eq(tf_ctl_cluster_up(&o, &details, &st), TF_FAILED_PRECONDITION);
+  ck_assert_msg(tf_ctl_now_ms() - t0 < 10000, "waited %lld ms for the exited task",
+                (long long)(tf_ctl_now_ms() - t0));
+  char want[256];
+  snprintf(want, sizeof want, "/job:worker/task:0 "
+           "(tcp://127.0.0.1:%d) exited with status 1: tfworker /job:worker/task:0: ",
            ports[2]);
-  ck_assert_msg(strstr(st.msg, want) != NULL, "%s", st.msg);
+  ck_assert_msg(strstr(st.msg, want) == st.msg, "%s", st.msg);
+  ck_assert_msg(strstr(st.msg, "Address in use") != NULL, "%s", st.msg);
   ck_assert_msg(strstr(st.msg, "/job:ps") == NULL && strstr(st.msg, "/job:master") == NULL,
                 "%s", st.msg);
   char *wlog = task_file("worker", "log");
@@ -549,6 +624,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_task_file);
   tcase_add_test(tc, test_up_refuses_live_tf_process);
   tcase_add_test(tc, test_up_cannot_run_stops_started);
+  tcase_add_test(tc, test_up_task_exits_at_once);
   tcase_add_test(tc, test_bad_run_dir_and_config);
   tcase_add_test(tc, test_down_without_pid_files);
   tcase_add_test(tc, test_down_stops_only_tf);
