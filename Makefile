@@ -8,6 +8,7 @@
 #                     libtf.so's exported symbols, cppcheck (LINT_RULES="layers purpose"
 #                     runs only those rules)
 #   make bench-matmul MatMul kernel vs direct cblas_sgemm
+#   make bench-tstream 100 MB over the tensor stream vs raw TCP
 #   make docs         regenerate docs/ops.md from the op registry
 # Sources are found by globbing: a new lib/ file or test/unit/*_test.c is
 # built without editing this file. Every output goes under build/.
@@ -127,7 +128,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check lint test-run bench-matmul bench-executor bench-dist bench-train soak docs clean info demo fuzz \
+.PHONY: all deps check lint test-run bench-matmul bench-executor bench-dist bench-tstream bench-train soak docs clean info demo fuzz \
         install uninstall
 all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
@@ -275,6 +276,11 @@ soak: deps
 	@command -v gnuplot >/dev/null || apt-get install -y -q gnuplot-nox >/dev/null
 	@gnuplot -e "csv='$(BUILD)/soak.csv'; out='docs/soak-rss.png'" scripts/soak.gnuplot
 	@echo "soak: docs/soak-rss.png"
+# bench-tstream: 100 MB over the tensor stream against raw TCP and one NNG
+# message, in process (bench/bench_tstream.c).
+bench-tstream: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_tstream
+	@$(BUILD)/bench/bench_tstream
 
 docs: $(BUILD)/tools/gen_ops_doc
 	$(BUILD)/tools/gen_ops_doc > docs/ops.md

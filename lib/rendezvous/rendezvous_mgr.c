@@ -36,6 +36,7 @@ typedef struct waiter {
 typedef struct item {
   tf_tensor *t;
   bool dead;
+  bool pushed; /* delivered from another task: counted in pushed bytes */
   waiter *w;
 } item;
 
@@ -69,6 +70,8 @@ struct tf_rdv_mgr {
   size_t n_buckets, n_ents;
   int live;
   int64_t bytes;
+  int64_t pushed;      /* the part of bytes delivered from other tasks */
+  int64_t max_pushed;  /* 0: no limit */
 };
 
 /* A waiter completed outside the lock. */
@@ -142,6 +145,7 @@ static int abort_locked(rdv_table *t, const tf_status *why, wake **out) {
       v[n++] = (wake){it->w, t->why, NULL, false};
     } else {
       t->m->bytes -= (int64_t)tensor_bytes(it->t);
+      if (it->pushed) t->m->pushed -= (int64_t)tensor_bytes(it->t);
       tf_tensor_unref(it->t);
     }
     free(it);
@@ -320,7 +324,7 @@ void tf_rdv_step_unref(tf_rendezvous *r) {
  * then holds the wake to run after unlocking, k->w != NULL). Under the
  * lock; the error goes to st. */
 static tf_code put_locked(rdv_table *t, const char *key, tf_tensor *v,
-                          bool dead, wake *k, tf_status *st) {
+                          bool dead, bool pushed, wake *k, tf_status *st) {
   k->w = NULL;
   if (t->why.code != TF_OK) {
     *st = t->why;
@@ -341,11 +345,23 @@ static tf_code put_locked(rdv_table *t, const char *key, tf_tensor *v,
     free(it);
     return TF_OK;
   }
+  tf_rdv_mgr *m = t->m;
+  int64_t nb = (int64_t)tensor_bytes(ref);
+  if (pushed && m->max_pushed > 0 && m->pushed + nb > m->max_pushed) {
+    tf_tensor_unref(ref);
+    return tf_status_set(st, TF_RESOURCE_EXHAUSTED, "key '%s' (%lld bytes) "
+                         "for step %" PRIu64 " refused: pushed tensors not "
+                         "yet received hold %lld bytes, the limit is %lld "
+                         "bytes", key, (long long)nb, t->step_id,
+                         (long long)m->pushed, (long long)m->max_pushed);
+  }
   it = tf__xcalloc(1, sizeof *it);
   it->t = ref;
   it->dead = dead;
+  it->pushed = pushed;
   tf__strmap_put(&t->items, key, it);
-  t->m->bytes += (int64_t)tensor_bytes(ref);
+  m->bytes += nb;
+  if (pushed) m->pushed += nb;
   return TF_OK;
 }
 
@@ -386,7 +402,7 @@ static void table_send(tf_rendezvous *r, const char *key, tf_tensor *v,
   tf_rdv_key_fini(&k);
   wake w;
   pthread_mutex_lock(&m->mu);
-  put_locked(t, key, v, is_dead, &w, &st);
+  put_locked(t, key, v, is_dead, false, &w, &st);
   pthread_mutex_unlock(&m->mu);
   if (w.w != NULL) wake_run(&w);
   done(arg, &st);
@@ -444,6 +460,7 @@ static bool take_locked(rdv_table *t, const char *key, waiter *w, wake *k) {
   if (it != NULL) {
     tf__strmap_del(&t->items, key);
     t->m->bytes -= (int64_t)tensor_bytes(it->t);
+    if (it->pushed) t->m->pushed -= (int64_t)tensor_bytes(it->t);
     k->t = it->t;
     k->dead = it->dead;
     free(it);
@@ -506,7 +523,7 @@ tf_code tf_rdv_mgr_deliver(tf_rdv_mgr *m, uint64_t step_id, const char *key,
                        "up or aborted", step_id);
   } else {
     rdv_table *tb = e != NULL ? e->t : table_new(m, step_id);
-    rc = put_locked(tb, key, t, is_dead, &w, st);
+    rc = put_locked(tb, key, t, is_dead, true, &w, st);
     if (rc != TF_OK && tb->why.code != TF_OK) {
       rc = tf_status_set(st, TF_ABORTED, "step %" PRIu64 " was aborted: %s",
                          step_id, tb->why.msg);
@@ -627,6 +644,19 @@ int tf_rdv_mgr_live_steps(tf_rdv_mgr *m) {
 int64_t tf_rdv_mgr_buffered_bytes(tf_rdv_mgr *m) {
   pthread_mutex_lock(&m->mu);
   int64_t n = m->bytes;
+  pthread_mutex_unlock(&m->mu);
+  return n;
+}
+
+void tf_rdv_mgr_set_max_pushed(tf_rdv_mgr *m, int64_t max_bytes) {
+  pthread_mutex_lock(&m->mu);
+  m->max_pushed = max_bytes > 0 ? max_bytes : 0;
+  pthread_mutex_unlock(&m->mu);
+}
+
+int64_t tf_rdv_mgr_pushed_bytes(tf_rdv_mgr *m) {
+  pthread_mutex_lock(&m->mu);
+  int64_t n = m->pushed;
   pthread_mutex_unlock(&m->mu);
   return n;
 }

@@ -39,7 +39,11 @@ void tf_rdv_step_unref(tf_rendezvous *r);
 
 /* Puts a tensor that arrived from another task into the step's table (t is
  * borrowed; NULL if dead). ABORTED when the step is tombstoned or aborted;
- * INVALID_ARGUMENT for a malformed key; INTERNAL for a duplicate. */
+ * INVALID_ARGUMENT for a malformed key; INTERNAL for a duplicate;
+ * RESOURCE_EXHAUSTED "key '...' (N bytes) for step S refused: pushed
+ * tensors not yet received hold B bytes, the limit is M bytes" when it
+ * would be buffered past the limit of tf_rdv_mgr_set_max_pushed (a value
+ * handed straight to a waiting receiver is never refused). */
 tf_code tf_rdv_mgr_deliver(tf_rdv_mgr *m, uint64_t step_id, const char *key,
                            tf_tensor *t, bool is_dead, tf_status *st);
 /* Fails the step's waiters and later operations with why (a copy is kept). */
@@ -56,5 +60,10 @@ int tf_rdv_mgr_sweep(tf_rdv_mgr *m, int64_t now_ns);
 /* Live (not tombstoned) tables, and the bytes of tensors they hold. */
 int tf_rdv_mgr_live_steps(tf_rdv_mgr *m);
 int64_t tf_rdv_mgr_buffered_bytes(tf_rdv_mgr *m);
+/* Caps the bytes of delivered (pushed) tensors buffered and not yet
+ * received, over all steps; max_bytes <= 0: no cap (the default). */
+void tf_rdv_mgr_set_max_pushed(tf_rdv_mgr *m, int64_t max_bytes);
+/* The bytes of pushed tensors buffered now (part of buffered_bytes). */
+int64_t tf_rdv_mgr_pushed_bytes(tf_rdv_mgr *m);
 
 #endif

@@ -1,8 +1,10 @@
 /* worker.c: the worker service's lifecycle, its registry of partition
  * graphs, and the small methods (GetStatus, RegisterGraph, CleanupGraph,
  * AbortStep, DeregisterGraph, WorkerReset). RunGraph and TensorPush are in
- * worker_run.c. Every handler runs on one of the RPC server's threads and
- * may block (RunGraph waits for its step, bounded by the step deadline). */
+ * worker_run.c, owners and the step registry in worker_owner.c. The
+ * server is asynchronous (lib/transport/rpc.h): handlers run on its
+ * handler threads and never wait for another task; the small methods
+ * answer before returning, RunGraph answers from its step's completion. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +29,13 @@ nng_msg *tf__wk_empty_reply(const tf_worker *w, const tf_wire_msg *req, tf_statu
   return m;
 }
 
-tf_rpc_client *tf__wk_client(tf_worker *w, const char *url, tf_status *st) {
+tf_rpc_client *tf__wk_client(tf_worker *w, const char *url, const char *task,
+                             tf_status *st) {
   pthread_mutex_lock(&w->cmu);
   tf_rpc_client *c = tf__strmap_get(&w->clients, url, NULL);
-  if (c == NULL && tf_rpc_client_new(url, w->spec->max_message_bytes, &c, st) == TF_OK) {
+  tf_rpc_client_options o = {.url = url, .max_msg_bytes = w->spec->max_message_bytes,
+                             .expect_task = task};
+  if (c == NULL && tf_rpc_client_open(&o, &c, st) == TF_OK) {
     tf__strmap_put(&w->clients, url, c);
   }
   pthread_mutex_unlock(&w->cmu);
@@ -62,7 +67,17 @@ static nng_msg *get_status(tf_worker *w, const tf_wire_msg *req, tf_status *st) 
 static void graph_free(wk_graph *g) {
   tf_executor_free(g->ex);
   tf_graph_free(g->g);
+  tf__wk_owner_id_fini(&g->owner);
   free(g);
+}
+
+/* RESOURCE_EXHAUSTED when limits.max_graphs graphs are registered (under
+ * w->mu). */
+static tf_code graphs_full_locked(tf_worker *w, tf_status *st) {
+  if (w->n_graphs < w->spec->max_graphs) return TF_OK;
+  return tf_status_set(st, TF_RESOURCE_EXHAUSTED, "RegisterGraph on %s: %d "
+                       "graphs registered, the limit (limits.max_graphs) is %d",
+                       w->task_prefix, w->n_graphs, w->spec->max_graphs);
 }
 
 static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
@@ -71,6 +86,10 @@ static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
   if (tf_msg_register_graph_req_decode(req, &rq, st) != TF_OK) {
     return NULL;
   }
+  pthread_mutex_lock(&w->mu);
+  tf_code full = graphs_full_locked(w, st); /* refuse before building */
+  pthread_mutex_unlock(&w->mu);
+  if (full != TF_OK) return NULL;
   wk_graph *g = tf__xcalloc(1, sizeof *g);
   tf__ref_init(&g->refs, 1); /* the table's */
   g->session = req->h.session;
@@ -84,7 +103,13 @@ static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
   }
   char key[24];
   pthread_mutex_lock(&w->mu);
+  if (graphs_full_locked(w, st) != TF_OK) { /* filled up meanwhile */
+    pthread_mutex_unlock(&w->mu);
+    graph_free(g);
+    return NULL;
+  }
   g->handle = ++w->next_handle;
+  tf__wk_owner_adopt_locked(w, req, &g->owner);
   snprintf(key, sizeof key, "%016" PRIx64, g->handle);
   tf__strmap_put(&w->graphs, key, g);
   w->n_graphs++;
@@ -150,13 +175,9 @@ static nng_msg *abort_step(tf_worker *w, const tf_wire_msg *req, tf_status *st) 
   tf_status_set(&why, rq.code, "step %" PRIu64 " aborted: %s", req->h.step_id,
                 rq.msg[0] != '\0' ? rq.msg : "(no reason given)");
   tf_msg_abort_step_req_fini(&rq);
-  pthread_mutex_lock(&w->mu);
-  for (int i = 0; i < w->n_steps; i++) {
-    if (w->steps[i].step_id == req->h.step_id) {
-      tf_cancel_start(w->steps[i].cancel, why.code, why.msg);
-    }
+  if (req->h.step_id != 0) {
+    tf__wk_cancel_steps(w, req->h.step_id, NULL, why.code, why.msg);
   }
-  pthread_mutex_unlock(&w->mu);
   tf_rdv_mgr_abort(w->rdv, req->h.step_id, &why);
   return tf__wk_empty_reply(w, req, st);
 }
@@ -179,13 +200,11 @@ static nng_msg *worker_reset(tf_worker *w, const tf_wire_msg *req, tf_status *st
   return tf__wk_empty_reply(w, req, st);
 }
 
-static nng_msg *handle(void *arg, const tf_wire_msg *req, tf_status *st) {
-  tf_worker *w = arg;
+/* The methods that answer at once. */
+static nng_msg *small_method(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
   switch (req->h.method) {
     case TF_M_GET_STATUS: return get_status(w, req, st);
     case TF_M_REGISTER_GRAPH: return register_graph(w, req, st);
-    case TF_M_RUN_GRAPH: return tf__wk_run_graph(w, req, st);
-    case TF_M_TENSOR_PUSH: return tf__wk_tensor_push(w, req, st);
     case TF_M_CLEANUP_GRAPH: return cleanup_graph(w, req, st);
     case TF_M_ABORT_STEP: return abort_step(w, req, st);
     case TF_M_DEREGISTER_GRAPH: return deregister_graph(w, req, st);
@@ -196,6 +215,53 @@ static nng_msg *handle(void *arg, const tf_wire_msg *req, tf_status *st) {
                     tf_method_name(req->h.method));
       return NULL;
   }
+}
+
+static void handle(void *arg, struct tf_rpc_call *call) {
+  tf_worker *w = arg;
+  const tf_wire_msg *req = tf_rpc_call_request(call);
+  tf__wk_owner_seen(w, req);
+  if (req->h.method == TF_M_RUN_GRAPH) {
+    tf__wk_run_graph(w, call);
+    return;
+  }
+  if (req->h.method == TF_M_TENSOR_PUSH) {
+    tf__wk_tensor_push(w, call);
+    return;
+  }
+  tf_status st;
+  tf_status_init(&st);
+  nng_msg *m = small_method(w, req, &st);
+  if (m != NULL) {
+    tf_rpc_reply(call, m);
+    return;
+  }
+  if (st.code == TF_OK) {
+    tf_status_set(&st, TF_INTERNAL, "%s: the %s handler gave no reply",
+                  w->task_prefix, tf_method_name(req->h.method));
+  }
+  tf_rpc_reply_error(call, &st);
+}
+
+static void server_log(void *arg, int prio, const char *msg) {
+  tf_log(prio, "%s", msg);
+}
+
+/* Serves url with the spec's limits (docs/operations.md). */
+static tf_code serve(tf_worker *w, const char *url, tf_status *st) {
+  const tf_cluster_spec *spec = w->spec;
+  tf_rpc_server_options o;
+  tf_rpc_server_options_init(&o, url);
+  o.handler_threads = spec->rpc_threads;
+  o.max_msg_bytes = spec->max_message_bytes;
+  int64_t calls = (int64_t)spec->max_steps + TF_WK_CALL_HEADROOM;
+  o.max_calls = (int)(calls < 65536 ? calls : 65536);
+  o.max_connections = spec->max_connections;
+  o.idle_connection_ms = spec->idle_connection_ms;
+  o.self_task = w->task_prefix;
+  o.self_incarnation = w->incarnation;
+  o.log = server_log;
+  return tf_rpc_server_start(&o, handle, w, &w->srv, st);
 }
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -219,13 +285,16 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
                                            : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (threads > 1) w->runner = tf_workq_new(threads, "inter-op");
   w->rdv = tf_rdv_mgr_new(w->task_prefix, spec->step_ttl_ms, tf__wk_remote_send, w);
+  tf_rdv_mgr_set_max_pushed(w->rdv, spec->max_pushed_bytes);
   pthread_mutex_init(&w->mu, NULL);
   pthread_mutex_init(&w->cmu, NULL);
   pthread_cond_init(&w->idle_cv, NULL);
+  pthread_cond_init(&w->dl_cv, NULL);
   tf__strmap_init(&w->graphs);
+  tf__strmap_init(&w->owners);
   tf__strmap_init(&w->clients);
-  tf_code rc = tf_rpc_server_start_sync(url, spec->rpc_threads, spec->max_message_bytes,
-                                   handle, w, &w->srv, st);
+  tf__wk_deadlines_start(w);
+  tf_code rc = serve(w, url, st);
   if (rc != TF_OK) {
     tf_status_prefix(st, "worker %s", w->task_prefix);
     tf_worker_free(w);
@@ -239,8 +308,10 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
 }
 
 void tf_worker_tick(tf_worker *w) {
-  int n = tf_rdv_mgr_sweep(w->rdv, tf__now_ns());
+  int64_t now = tf__now_ns();
+  int n = tf_rdv_mgr_sweep(w->rdv, now);
   if (n > 0) tf_log(LOG_NOTICE, "expired %d orphaned step table(s)", n);
+  tf__wk_owner_expire(w, now);
 }
 
 void tf_worker_drain(tf_worker *w, int64_t timeout_ms) {
@@ -248,29 +319,61 @@ void tf_worker_drain(tf_worker *w, int64_t timeout_ms) {
   pthread_mutex_lock(&w->mu);
   w->draining = true;
   while (w->n_steps > 0 && tf__now_ns() < deadline) {
-    tf__cond_wait_ms(&w->idle_cv, &w->mu, 50);
+    int64_t left = (deadline - tf__now_ns()) / 1000000;
+    tf__cond_wait_ms(&w->idle_cv, &w->mu, left < 50 ? (left > 0 ? left : 1) : 50);
   }
-  for (int i = 0; i < w->n_steps; i++) {
-    tf_cancel_start(w->steps[i].cancel, TF_UNAVAILABLE, "the worker is shutting down");
+  int left = w->n_steps;
+  pthread_mutex_unlock(&w->mu);
+  if (left > 0) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s is shutting down", w->task_prefix);
+    tf_log(LOG_NOTICE, "drain: cancelling %d step(s) still running after %lld ms",
+           left, (long long)timeout_ms);
+    tf__wk_cancel_steps(w, 0, NULL, TF_UNAVAILABLE, msg);
   }
+  pthread_mutex_lock(&w->mu);
+  tf__wk_wait_idle_locked(w, "drain");
   pthread_mutex_unlock(&w->mu);
 }
 
 static void free_client(void *v) { tf_rpc_client_free(v); }
 
+static void free_owner(void *v) {
+  wk_owner *o = v;
+  tf__wk_owner_id_fini(&o->id);
+  free(o);
+}
+
 void tf_worker_free(tf_worker *w) {
   if (w == NULL) return;
+  if (w->srv != NULL) {
+    /* Refuse new steps, end the running ones and wait for their
+     * callbacks (each has then sent its reply), then stop serving. */
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s is shutting down", w->task_prefix);
+    pthread_mutex_lock(&w->mu);
+    w->draining = true;
+    pthread_mutex_unlock(&w->mu);
+    tf__wk_cancel_steps(w, 0, NULL, TF_CANCELLED, msg);
+    pthread_mutex_lock(&w->mu);
+    tf__wk_wait_idle_locked(w, "shutdown");
+    pthread_mutex_unlock(&w->mu);
+  }
   tf_rpc_server_stop(w->srv); /* no handler runs after this */
+  tf__wk_deadlines_stop(w);
+  tf__strmap_each(&w->clients, free_client);
+  tf__strmap_fini(&w->clients);
   tf_rdv_mgr_free(w->rdv);
   tf__strmap_each(&w->graphs, (void (*)(void *))graph_free);
   tf__strmap_fini(&w->graphs);
-  tf__strmap_each(&w->clients, free_client);
-  tf__strmap_fini(&w->clients);
+  tf__strmap_each(&w->owners, free_owner);
+  tf__strmap_fini(&w->owners);
   tf_workq_free(w->runner);
   tf_resource_mgr_free(w->res);
   pthread_mutex_destroy(&w->mu);
   pthread_mutex_destroy(&w->cmu);
   pthread_cond_destroy(&w->idle_cv);
+  pthread_cond_destroy(&w->dl_cv);
   free(w->steps);
   free(w->job);
   free(w->task_prefix);

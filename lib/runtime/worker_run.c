@@ -5,8 +5,17 @@
  * Tensors move by sender push: a _Send whose receiver lives on another
  * task becomes one TensorPush request to that task's worker, which puts
  * it into the step's rendezvous table (made on arrival if the receiver's
- * part of the step has not started yet). The _Send completes when the
- * receiver acknowledges, so a failed delivery fails the sending step. */
+ * part of the step has not started yet). The _Send completes as soon as
+ * the push is handed to the transport (no round trip on the step's
+ * critical path); the step's reply waits for the pushes' answers, and a
+ * failed delivery (an error reply or a transport failure) cancels the
+ * sending step with that status, naming the receiver and the key, so the
+ * master learns it and aborts the rest of the step.
+ *
+ * RunGraph is asynchronous: the handler decodes, admits (limits.max_steps)
+ * and starts the executor; the step's completion callback sends the
+ * reply. TensorPush never blocks: it puts the tensor into the step's
+ * table (limits.max_pushed_mb bounds what waits there unreceived). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,40 +24,6 @@
 #include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/worker_impl.h"
-
-wk_graph *tf__wk_graph_get(tf_worker *w, uint64_t handle, tf_status *st);
-void tf__wk_graph_put(tf_worker *w, wk_graph *g);
-
-/* ---- the step registry (for AbortStep and draining) ----------------------- */
-
-static tf_code step_begin(tf_worker *w, uint64_t step_id, tf_cancel *c,
-                          tf_status *st) {
-  pthread_mutex_lock(&w->mu);
-  if (w->draining) {
-    pthread_mutex_unlock(&w->mu);
-    return tf_status_set(st, TF_UNAVAILABLE, "%s is shutting down",
-                         w->task_prefix);
-  }
-  if (w->n_steps == w->cap_steps) {
-    w->cap_steps = w->cap_steps ? 2 * w->cap_steps : 16;
-    w->steps = tf__xrealloc(w->steps, (size_t)w->cap_steps * sizeof *w->steps);
-  }
-  w->steps[w->n_steps++] = (wk_step){step_id, c};
-  pthread_mutex_unlock(&w->mu);
-  return TF_OK;
-}
-
-static void step_end(tf_worker *w, tf_cancel *c) {
-  pthread_mutex_lock(&w->mu);
-  for (int i = 0; i < w->n_steps; i++) {
-    if (w->steps[i].cancel == c) {
-      w->steps[i] = w->steps[--w->n_steps];
-      break;
-    }
-  }
-  if (w->n_steps == 0) pthread_cond_broadcast(&w->idle_cv);
-  pthread_mutex_unlock(&w->mu);
-}
 
 /* ---- RunGraph ------------------------------------------------------------- */
 
@@ -71,90 +46,190 @@ static nng_msg *run_reply(tf_worker *w, const tf_wire_msg *req, wk_graph *g,
   return m;
 }
 
-nng_msg *tf__wk_run_graph(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
-  tf_msg_run_graph_req r;
-  if (tf_msg_run_graph_req_decode(req, &r, st) != TF_OK) {
-    return NULL;
-  }
-  wk_graph *g = tf__wk_graph_get(w, r.handle, st);
-  if (g == NULL) {
-    tf_msg_run_graph_req_fini(&r);
-    return NULL;
-  }
-  tf_cancel cancel;
-  tf_cancel_init(&cancel);
-  tf_rendezvous *rdv = NULL;
-  tf_tensor **rets = tf__xcalloc((size_t)r.n_rets + 1, sizeof *rets);
-  tf_exec_trace tr = {0};
+/* Drops the step's table (or aborts it after a failure), leaves the
+ * registry and answers the step's call. Runs once, when the step is
+ * over. */
+static void step_finish(wk_step *s) {
+  tf_worker *w = s->w;
+  const tf_wire_msg *req = tf_rpc_call_request(s->call);
+  tf_status st = s->st; /* final: written under w->mu before finished */
   nng_msg *reply = NULL;
-  if (step_begin(w, req->h.step_id, &cancel, st) == TF_OK) {
-    rdv = tf_rdv_mgr_step(w->rdv, req->h.step_id, st);
-    if (rdv != NULL) {
-      tf_step_ctx ctx = {.step_id = req->h.step_id, .resources = w->res,
-                         .cancel = &cancel, .args = r.args, .n_args = r.n_args,
-                         .retvals = rets, .n_retvals = r.n_rets,
-                         .rendezvous = rdv};
-      int64_t deadline = req->h.deadline_ms > 0
-                             ? tf__now_ns() + req->h.deadline_ms * 1000000 : 0;
-      if (tf_executor_run(g->ex, &ctx, r.trace ? &tr : NULL, deadline, st) == TF_OK) {
-        reply = run_reply(w, req, g, rets, r.n_rets, r.trace ? &tr : NULL, st);
-        /* Every _Recv of the partition has its value and every _Send was
-         * acknowledged: nothing more arrives for this step here, so its
-         * table goes now (the master sends CleanupGraph only after a
-         * failure, saving two messages per task per step). */
-        tf_rdv_mgr_cleanup(w->rdv, req->h.step_id);
-      } else {
-        tf_status_prefix(st, "%s", w->task_prefix);
-        tf_rdv_mgr_abort(w->rdv, req->h.step_id, st);
-      }
-      tf_rdv_step_unref(rdv);
-    }
-    step_end(w, &cancel);
+  if (st.code == TF_OK) {
+    reply = run_reply(w, req, s->g, s->rets, s->req.n_rets,
+                      s->req.trace ? &s->tr : NULL, &st);
   }
+  if (reply != NULL) {
+    /* Every _Recv of the partition has its value and every push was
+     * answered: nothing more arrives for this step here, so its table
+     * goes now (the master sends CleanupGraph only after a failure). */
+    tf_rdv_mgr_cleanup(w->rdv, s->step_id);
+  } else {
+    if (strncmp(st.msg, w->task_prefix, strlen(w->task_prefix)) != 0) {
+      tf_status_prefix(&st, "%s", w->task_prefix);
+    }
+    tf_rdv_mgr_abort(w->rdv, s->step_id, &st);
+  }
+  tf_rdv_step_unref(s->rdv);
+  s->rdv = NULL;
   atomic_fetch_add(&w->steps_run, 1);
-  for (int i = 0; i < r.n_rets; i++) tf_tensor_unref(rets[i]);
-  free(rets);
-  free(tr.stats);
-  tf_cancel_fini(&cancel);
-  tf__wk_graph_put(w, g);
-  tf_msg_run_graph_req_fini(&r);
-  return reply;
+  for (int i = 0; s->rets != NULL && i < s->req.n_rets; i++) tf_tensor_unref(s->rets[i]);
+  free(s->rets);
+  free(s->tr.stats);
+  tf__wk_graph_put(w, s->g);
+  tf_msg_run_graph_req_fini(&s->req);
+  /* The step is over on this task before its answer leaves (teardown
+   * then waits for the answer in tf_rpc_server_stop). */
+  struct tf_rpc_call *call = s->call;
+  tf__wk_step_remove(w, s);
+  if (reply != NULL) {
+    tf_rpc_reply(call, reply);
+  } else {
+    tf_rpc_reply_error(call, &st);
+  }
+}
+
+/* Records one part of the step as done (the executor, exec = true, or a
+ * push) with its status; finishes the step when it is over: the executor
+ * is done and every push was answered, or the step failed (a failed
+ * step's remaining pushes are not waited for). */
+static void step_part_done(wk_step *s, bool exec, const tf_status *st) {
+  tf_worker *w = s->w;
+  pthread_mutex_lock(&w->mu);
+  if (st->code != TF_OK && s->st.code == TF_OK) s->st = *st;
+  if (exec) {
+    s->exec_done = true;
+  } else {
+    s->pending--;
+  }
+  bool over = !s->finished && s->exec_done &&
+              (s->pending == 0 || s->st.code != TF_OK);
+  if (over) s->finished = true;
+  pthread_mutex_unlock(&w->mu);
+  if (over) step_finish(s);
+}
+
+static void exec_done(void *arg, const tf_status *st) {
+  step_part_done(arg, true, st);
+}
+
+/* Decodes, checks and admits a RunGraph; NULL with st set when refused. */
+static wk_step *step_new(tf_worker *w, struct tf_rpc_call *call, tf_status *st) {
+  const tf_wire_msg *req = tf_rpc_call_request(call);
+  wk_step *s = tf__xcalloc(1, sizeof *s);
+  s->w = w;
+  s->call = call;
+  s->step_id = req->h.step_id;
+  if (tf_msg_run_graph_req_decode(req, &s->req, st) != TF_OK) {
+    free(s);
+    return NULL;
+  }
+  s->g = tf__wk_graph_get(w, s->req.handle, st);
+  if (s->g == NULL) {
+    tf_msg_run_graph_req_fini(&s->req);
+    free(s);
+    return NULL;
+  }
+  tf_cancel_init(&s->cancel);
+  tf__ref_init(&s->refs, 1); /* the registry's */
+  tf_status_init(&s->st);
+  s->deadline_ms = req->h.deadline_ms;
+  s->deadline_ns = s->deadline_ms > 0 ? tf__now_ns() + s->deadline_ms * 1000000 : 0;
+  if (tf__wk_step_admit(w, s, st) != TF_OK) {
+    tf__wk_graph_put(w, s->g);
+    tf_msg_run_graph_req_fini(&s->req);
+    tf_cancel_fini(&s->cancel);
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void tf__wk_run_graph(tf_worker *w, struct tf_rpc_call *call) {
+  tf_status st;
+  tf_status_init(&st);
+  wk_step *s = step_new(w, call, &st);
+  if (s == NULL) {
+    tf_rpc_reply_error(call, &st);
+    return;
+  }
+  s->rdv = tf_rdv_mgr_step(w->rdv, s->step_id, &st);
+  if (s->rdv == NULL) {
+    step_part_done(s, true, &st);
+    return;
+  }
+  s->rets = tf__xcalloc((size_t)s->req.n_rets + 1, sizeof *s->rets);
+  s->ctx = (tf_step_ctx){.step_id = s->step_id, .resources = w->res,
+                         .cancel = &s->cancel, .args = s->req.args,
+                         .n_args = s->req.n_args, .retvals = s->rets,
+                         .n_retvals = s->req.n_rets, .rendezvous = s->rdv};
+  /* The deadline thread cancels the step when its deadline passes. */
+  tf_executor_run_async(s->g->ex, &s->ctx, s->req.trace ? &s->tr : NULL,
+                        exec_done, s);
 }
 
 /* ---- TensorPush ----------------------------------------------------------- */
 
-nng_msg *tf__wk_tensor_push(tf_worker *w, const tf_wire_msg *req, tf_status *st) {
+void tf__wk_tensor_push(tf_worker *w, struct tf_rpc_call *call) {
+  const tf_wire_msg *req = tf_rpc_call_request(call);
+  tf_status st;
+  tf_status_init(&st);
   tf_msg_tensor_push_req p;
-  if (tf_msg_tensor_push_req_decode(req, &p, st) != TF_OK) {
-    return NULL;
+  if (tf_msg_tensor_push_req_decode(req, &p, &st) != TF_OK) {
+    tf_rpc_reply_error(call, &st);
+    return;
   }
   nng_msg *reply = NULL;
-  if (tf_rdv_mgr_deliver(w->rdv, req->h.step_id, p.key, p.tensor, p.dead, st) == TF_OK) {
-    reply = tf__wk_empty_reply(w, req, st);
+  tf_code rc = tf_rdv_mgr_deliver(w->rdv, req->h.step_id, p.key, p.tensor, p.dead, &st);
+  if (rc == TF_OK) {
+    reply = tf__wk_empty_reply(w, req, &st);
+  } else if (rc == TF_RESOURCE_EXHAUSTED) {
+    tf_status cap = st;
+    tf_status_set(&st, rc, "%s: TensorPush %s (limits.max_pushed_mb)",
+                  w->task_prefix, cap.msg);
   }
   tf_msg_tensor_push_req_fini(&p);
-  return reply;
+  if (reply != NULL) {
+    tf_rpc_reply(call, reply);
+  } else {
+    tf_rpc_reply_error(call, &st);
+  }
 }
 
 /* ---- remote send ---------------------------------------------------------- */
 
 typedef struct push_ctx {
-  tf_rdv_send_done done;
-  void *arg;
-  char *dst;
+  tf_worker *w;
+  wk_step *s;   /* the sending step (a reference), or NULL */
+  uint64_t step_id;
+  char *dst;    /* the receiving task */
+  char *key;
 } push_ctx;
 
 static void push_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
   push_ctx *p = arg;
+  tf_worker *w = p->w;
   tf_wire_msg_free(reply);
+  tf_status s2;
+  tf_status_init(&s2);
   if (st->code != TF_OK) {
-    tf_status s2;
-    tf_status_set(&s2, st->code, "sending to %s: %s", p->dst, st->msg);
-    p->done(p->arg, &s2);
-  } else {
-    p->done(p->arg, st);
+    tf_status_set(&s2, st->code, "%s: delivering key '%s' of step %" PRIu64
+                  " to %s failed: %s", w->task_prefix, p->key, p->step_id,
+                  p->dst, st->msg);
+    if (p->s != NULL) {
+      tf_cancel_start(&p->s->cancel, s2.code, s2.msg);
+    } else {
+      tf_log(LOG_WARNING, "%s", s2.msg);
+    }
   }
+  if (p->s != NULL) {
+    step_part_done(p->s, false, &s2);
+    tf__wk_step_unref(p->s);
+  }
+  pthread_mutex_lock(&w->mu);
+  if (--w->pushes == 0 && w->n_steps == 0) pthread_cond_broadcast(&w->idle_cv);
+  pthread_mutex_unlock(&w->mu);
   free(p->dst);
+  free(p->key);
   free(p);
 }
 
@@ -197,6 +272,30 @@ static nng_msg *push_msg(tf_worker *w, const char *task, uint64_t step_id,
   return m;
 }
 
+/* The context of a push of step_id: counts it in flight, and as pending
+ * for the running step of that id on this task (if any). */
+static push_ctx *push_begin(tf_worker *w, uint64_t step_id, char *dst,
+                            const char *key) {
+  push_ctx *p = tf__xcalloc(1, sizeof *p);
+  p->w = w;
+  p->step_id = step_id;
+  p->dst = dst;
+  p->key = tf__xstrdup(key);
+  pthread_mutex_lock(&w->mu);
+  w->pushes++;
+  for (int i = 0; i < w->n_steps; i++) {
+    wk_step *s = w->steps[i];
+    if (s->step_id == step_id && !s->finished) {
+      s->pending++;
+      tf__ref_get(&s->refs);
+      p->s = s;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&w->mu);
+  return p;
+}
+
 void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
                         const tf_rdv_key *k, tf_tensor *t, bool is_dead,
                         tf_rdv_send_done done, void *done_arg) {
@@ -205,17 +304,15 @@ void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
   tf_status_init(&st);
   char *task = NULL;
   char *url = task_url(w, k->dst_device, &task, &st);
-  tf_rpc_client *c = url ? tf__wk_client(w, url, &st) : NULL;
+  tf_rpc_client *c = url ? tf__wk_client(w, url, task, &st) : NULL;
   nng_msg *m = c != NULL ? push_msg(w, task, step_id, key, t, is_dead, &st) : NULL;
-  free(task);
+  free(url);
   if (m == NULL) {
-    free(url);
+    free(task);
     done(done_arg, &st);
     return;
   }
-  push_ctx *p = tf__xcalloc(1, sizeof *p);
-  p->done = done;
-  p->arg = done_arg;
-  p->dst = url;
+  push_ctx *p = push_begin(w, step_id, task, key);
   tf_rpc_call_async(c, m, w->spec->rpc_timeout_ms, push_done, p);
+  done(done_arg, &st); /* handed to the transport: the _Send is complete */
 }

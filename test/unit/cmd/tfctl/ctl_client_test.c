@@ -116,8 +116,9 @@ START_TEST(test_get_status) {
   ck_assert_msg(tf_ctl_probe_task(c.master_url, "master", 0, 2000, &st) == TF_OK, "%s",
                 st.msg);
   ck_assert_int_eq(tf_ctl_probe_task(w1, "worker", 0, 2000, &st), TF_FAILED_PRECONDITION);
+  /* The worker's server refuses a request meant for another task itself. */
   ck_assert_msg(strstr(st.msg, "wrong task at address") != NULL &&
-                    strstr(st.msg, "is /job:worker/replica:0/task:1, expected "
+                    strstr(st.msg, "is /job:worker/replica:0/task:1, the request was for "
                                    "/job:worker/replica:0/task:0") != NULL, "%s", st.msg);
   free(w1);
   rt_stop(&c);
