@@ -112,6 +112,9 @@ static void write_config(th_cluster *c) {
           (long long)c->o.rpc_ms, (long long)c->o.registration_ms, (long long)c->o.heartbeat_ms,
           (long long)c->o.down_after_ms, (long long)c->o.step_ttl_ms, (long long)c->o.drain_ms,
           c->run_dir, c->o.log_level);
+  if (c->o.session_ttl_ms > 0) {
+    fprintf(f, "limits:\n  session_ttl_ms: %lld\n", (long long)c->o.session_ttl_ms);
+  }
   fclose(f);
 }
 

@@ -30,6 +30,7 @@ typedef struct th_opts {
   int64_t drain_ms;      /* default 1000 */
   int64_t step_ttl_ms;   /* default 10000 */
   const char *log_level; /* default "info" */
+  int64_t session_ttl_ms; /* limits.session_ttl_ms; 0: the spec's default */
 } th_opts;
 
 th_opts th_default_opts(void);
