@@ -55,8 +55,12 @@ static void finish_step(void *step) {
 /* No node is ready or running: the graph drops its hold on the step, and
  * the timer's too when it is disarmed before firing. */
 static void graph_finished(exec_step *s) {
+  if (s->deadline_ns == 0) { /* no timer was armed: the graph is the owner */
+    finish_step(s);
+    return;
+  }
   atomic_store_explicit(&s->graph_done, true, memory_order_release);
-  if (s->deadline_ns != 0 && tf__timer_stop(&s->timer)) {
+  if (tf__timer_stop(&s->timer)) {
     TF_ASSERT(!tf__ref_drop(&s->owners)); /* the graph's is still held */
   }
   tf__ref_put(&s->owners, finish_step, s);
@@ -464,7 +468,7 @@ static void run_async(tf_executor *e, tf_step_ctx *step, tf_exec_trace *trace,
   s->trace = trace;
   s->done = done;
   s->done_arg = arg;
-  s->start_ns = tf__now_ns();
+  s->start_ns = deadline_ns != 0 ? tf__now_ns() : 0; /* only for the deadline */
   s->deadline_ns = deadline_ns;
   tf__ref_init(&s->owners, 1);
   atomic_init(&s->graph_done, false);
