@@ -7,8 +7,11 @@
  * with inter_op_threads = 1 (every node in the calling thread) and then
  * with the pool; the first Run builds and caches the executor and is not
  * timed. It also measures the empty-Run overhead: a Run of one NoOp target
- * through the cache. Medians of several Runs are reported; the last line
- * is `null_ops_per_sec: N`, the better of the two shapes on one thread. */
+ * through the cache. Both shapes run again with a step deadline far in
+ * the future (timeout_ms 60000), to show what enforcing deadlines costs.
+ * Medians of several Runs are reported; the last line is
+ * `null_ops_per_sec: N`, the better of the two shapes on one thread
+ * without a deadline. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,16 +63,21 @@ static const char *build_fan(tf_graph *g) {
   return tf_node_name(sink);
 }
 
-static void run_or_die(tf_session *s, const char *target) {
+#define FAR_TIMEOUT_MS 60000
+
+static void run_or_die(tf_session *s, const char *target, int64_t timeout_ms) {
   tf_status st;
-  if (tf_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &target, 1, NULL, &st) != TF_OK) {
+  tf_run_options o = {.timeout_ms = timeout_ms};
+  if (tf_session_run(s, &o, NULL, NULL, 0, NULL, NULL, 0, &target, 1, NULL, &st) != TF_OK) {
     fprintf(stderr, "bench_executor: Run failed: %s\n", st.msg);
     exit(1);
   }
 }
 
-/* Median seconds per Run of target on a session with `threads`. */
-static double time_runs(tf_graph *g, const char *target, int threads, int reps) {
+/* Median seconds per Run of target on a session with `threads`, each Run
+ * with timeout_ms (0: no deadline). */
+static double time_runs(tf_graph *g, const char *target, int threads, int reps,
+                        int64_t timeout_ms) {
   tf_status st;
   tf_session_options o = {.inter_op_threads = threads};
   tf_session *s = tf_session_new(g, &o, &st);
@@ -77,11 +85,11 @@ static double time_runs(tf_graph *g, const char *target, int threads, int reps) 
     fprintf(stderr, "bench_executor: %s\n", st.msg);
     exit(1);
   }
-  run_or_die(s, target); /* builds and caches the executor */
+  run_or_die(s, target, timeout_ms); /* builds and caches the executor */
   double *t = malloc((size_t)reps * sizeof *t);
   for (int i = 0; i < reps; i++) {
     double t0 = now_s();
-    run_or_die(s, target);
+    run_or_die(s, target, timeout_ms);
     t[i] = now_s() - t0;
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_d);
@@ -99,11 +107,13 @@ int main(void) {
 
   tf_graph *g = tf_graph_new();
   const char *one = tf_node_name(noop(g, NULL, 0));
-  double empty1 = time_runs(g, one, 1, EMPTY_REPS);
-  double emptyp = time_runs(g, one, pool, EMPTY_REPS);
+  double empty1 = time_runs(g, one, 1, EMPTY_REPS, 0);
+  double emptyp = time_runs(g, one, pool, EMPTY_REPS, 0);
+  double emptyd = time_runs(g, one, 1, EMPTY_REPS, FAR_TIMEOUT_MS);
   tf_graph_free(g);
   printf("empty Run (1 NoOp target, cached): %.2f us single-threaded, "
-         "%.2f us with the pool\n", empty1 * 1e6, emptyp * 1e6);
+         "%.2f us with the pool, %.2f us single-threaded with a deadline\n",
+         empty1 * 1e6, emptyp * 1e6, emptyd * 1e6);
 
   const char *names[2] = {"chain", "fan"};
   double best = 0;
@@ -112,12 +122,17 @@ int main(void) {
     double t0 = now_s();
     const char *target = k == 0 ? build_chain(g) : build_fan(g);
     double build = now_s() - t0;
-    double t1 = time_runs(g, target, 1, REPS);
-    double tp = time_runs(g, target, pool, REPS);
+    double t1 = time_runs(g, target, 1, REPS, 0);
+    double tp = time_runs(g, target, pool, REPS, 0);
+    double d1 = time_runs(g, target, 1, REPS, FAR_TIMEOUT_MS);
+    double dp = time_runs(g, target, pool, REPS, FAR_TIMEOUT_MS);
     double ops1 = N_NODES / t1, opsp = N_NODES / tp;
     printf("%-5s: build %.0f ms; Run %.2f ms single-threaded (%.2f M ops/s), "
            "%.2f ms with the pool (%.2f M ops/s)\n", names[k], build * 1e3,
            t1 * 1e3, ops1 / 1e6, tp * 1e3, opsp / 1e6);
+    printf("%-5s with a deadline: Run %.2f ms single-threaded (%.2f M ops/s), "
+           "%.2f ms with the pool (%.2f M ops/s)\n", names[k], d1 * 1e3,
+           N_NODES / d1 / 1e6, dp * 1e3, N_NODES / dp / 1e6);
     if (ops1 > best) best = ops1;
     tf_graph_free(g);
   }

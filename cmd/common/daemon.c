@@ -1,7 +1,11 @@
 /* daemon.c: the flag parser, spec loader and libuv loop that tfmaster and
  * tfworker share (daemon.h). The loop owns a housekeeping timer, the
  * SIGTERM/SIGINT watchers that drain the service, and the systemd watchdog
- * timer; it frees the service before closing its handles. */
+ * timer; it frees the service before closing its handles. The drain runs
+ * on a thread of its own (the service's drain blocks for up to drain_ms)
+ * and wakes the loop through an async handle when it is done, so the loop
+ * keeps the watchdog beating; a second signal while draining exits at
+ * once (TF_EXIT_FORCED). */
 #include "cmd/common/daemon.h"
 
 #include <errno.h>
@@ -9,6 +13,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,17 +97,40 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
   return 0;
 }
 
+static void *drain_main(void *arg) {
+  tf_daemon *d = arg;
+  d->drain(d->svc, d->drain_ms);
+  uv_async_send(&d->drained);
+  return NULL;
+}
+
+/* The drain thread finished: leave the loop (the service is freed next). */
+static void on_drained(uv_async_t *h) {
+  tf_daemon *d = h->data;
+  pthread_join(d->drain_thread, NULL);
+  d->draining = false;
+  tf_log(LOG_NOTICE, "drained in %.2f s", (double)(uv_now(&d->loop) - d->drain_t0) / 1e3);
+  uv_stop(&d->loop);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   tf_daemon *d = h->data;
   if (d->stopping) {
-    tf_log(LOG_NOTICE, "SIG%s again while draining; still draining", sigabbrev_np(signum));
-    return;
+    /* Nothing waits on the drain thread: leave now. */
+    tf_log(LOG_NOTICE, "SIG%s again while draining: exiting at once", sigabbrev_np(signum));
+    _exit(TF_EXIT_FORCED);
   }
   d->stopping = true;
   tf_log(LOG_NOTICE, "received SIG%s: draining (up to %" PRId64 " ms)", sigabbrev_np(signum),
          d->drain_ms);
   tf_notify("STOPPING=1");
   uv_timer_stop(&d->tick_timer);
+  d->drain_t0 = uv_now(&d->loop);
+  if (pthread_create(&d->drain_thread, NULL, drain_main, d) == 0) {
+    d->draining = true;
+    return;
+  }
+  tf_log(LOG_WARNING, "cannot start a drain thread; draining on the loop");
   d->drain(d->svc, d->drain_ms);
   uv_stop(&d->loop);
 }
@@ -138,6 +166,8 @@ int tf_daemon_run(tf_daemon *d) {
   uv_signal_start(&d->sig_term, on_signal, SIGTERM);
   uv_signal_start(&d->sig_int, on_signal, SIGINT);
   uv_timer_init(&d->loop, &d->tick_timer);
+  d->drained.data = d;
+  uv_async_init(&d->loop, &d->drained, on_drained);
   uint64_t period = d->tick_ms > 0 ? (uint64_t)d->tick_ms : 1000;
   uv_timer_start(&d->tick_timer, on_tick, period, period);
   uint64_t wd_usec = tf_notify_watchdog_usec();

@@ -2,11 +2,15 @@
  * loading the cluster spec,
  * and the libuv loop that runs a started service: a housekeeping timer,
  * SIGTERM/SIGINT -> drain and exit 0, READY=1 / STOPPING=1 / WATCHDOG=1 to
- * the service manager (cmd/common/notify.h). Exit codes: 0 after a clean
- * stop, 1 for a bad config or a failed start, 2 for bad usage. */
+ * the service manager (cmd/common/notify.h). The drain runs on a thread
+ * so the loop (and the watchdog) keep running; a second SIGTERM/SIGINT
+ * while draining exits at once. Exit codes: 0 after a clean stop, 1 for a
+ * bad config or a failed start, 2 for bad usage, 3 after a second signal
+ * cut the drain short. */
 #ifndef TF_CMD_COMMON_DAEMON_H
 #define TF_CMD_COMMON_DAEMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -16,6 +20,7 @@
 
 #define TF_EXIT_CONFIG 1
 #define TF_EXIT_USAGE 2
+#define TF_EXIT_FORCED 3
 
 typedef struct tf_daemon_args {
   const char *config;
@@ -46,10 +51,14 @@ typedef struct tf_daemon {
   uv_loop_t loop;
   uv_signal_t sig_term, sig_int;
   uv_timer_t tick_timer, watchdog_timer;
-  bool watchdog_on, stopping;
+  uv_async_t drained;     /* the drain thread is done */
+  pthread_t drain_thread;
+  uint64_t drain_t0;      /* uv_now at the first signal */
+  bool watchdog_on, stopping, draining;
 } tf_daemon;
 
-/* Runs d's loop until SIGTERM/SIGINT, drains, frees d->svc. Returns the
+/* Runs d's loop until SIGTERM/SIGINT, drains (d->drain, on a thread:
+ * it must return within about drain_ms), frees d->svc. Returns the
  * process exit code (0; 1 if the loop could not be set up). */
 int tf_daemon_run(tf_daemon *d);
 

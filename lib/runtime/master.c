@@ -43,11 +43,63 @@ tf_wire_header tf__ms_header(tf_master *m, int task, int method, uint64_t sessio
                           .to = m->tasks[task].prefix, .to_inc = inc};
 }
 
+/* ---- calls to tasks ------------------------------------------------------- */
+
+typedef struct send_ctx {
+  tf_master *m;
+  tf_rpc_done done;
+  void *arg;
+} send_ctx;
+
+static void send_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
+  send_ctx *c = arg;
+  tf_master *m = c->m;
+  if (c->done != NULL) {
+    c->done(c->arg, st, reply);
+  } else {
+    tf_wire_msg_free(reply);
+  }
+  free(c);
+  pthread_mutex_lock(&m->mu);
+  if (--m->inflight == 0) pthread_cond_broadcast(&m->inflight_cv);
+  pthread_mutex_unlock(&m->mu);
+}
+
+void tf__ms_send(tf_master *m, int task, nng_msg *msg, int64_t timeout_ms,
+                 tf_rpc_done done, void *arg) {
+  send_ctx *c = tf__xcalloc(1, sizeof *c);
+  *c = (send_ctx){m, done, arg};
+  pthread_mutex_lock(&m->mu);
+  bool stopping = m->stopping;
+  m->inflight++;
+  if (!stopping) m->senders++;
+  pthread_mutex_unlock(&m->mu);
+  if (stopping) {
+    nng_msg_free(msg);
+    tf_status st;
+    tf_status_init(&st);
+    tf_status_set(&st, TF_UNAVAILABLE, "the master at %s is stopping", m->url);
+    send_done(c, &st, NULL);
+    return;
+  }
+  tf_rpc_call_async(m->tasks[task].client, msg, timeout_ms, send_done, c);
+  pthread_mutex_lock(&m->mu);
+  if (--m->senders == 0) pthread_cond_broadcast(&m->inflight_cv);
+  pthread_mutex_unlock(&m->mu);
+}
+
+void tf__ms_send_ignore(tf_master *m, int task, nng_msg *msg, int64_t timeout_ms) {
+  tf__ms_send(m, task, msg, timeout_ms, NULL, NULL);
+}
+
 /* ---- health --------------------------------------------------------------- */
 
 typedef struct check_ctx {
   tf_master *m;
   int task;
+  bool from_check;     /* the tick's check (clears `checking`) */
+  void (*then)(void *);
+  void *arg;
 } check_ctx;
 
 /* Records a GetStatus answer (reply) or failure (st) for task i. */
@@ -65,6 +117,7 @@ static void note_status(tf_master *m, int i, const tf_status *st,
   char why[768];
   pthread_mutex_lock(&m->mu);
   if (from_check) t->checking = false; /* the health check in flight ended */
+  t->known = true;
   if (ok) {
     if (t->ever_up && t->incarnation != inc) {
       tf_log(LOG_WARNING, "%s restarted (incarnation %016" PRIx64 " -> %016"
@@ -80,8 +133,10 @@ static void note_status(tf_master *m, int i, const tf_status *st,
   } else {
     free(t->error);
     t->error = tf__xstrdup(st->code != TF_OK ? st->msg : pst.msg);
-    int64_t since = t->last_ok_ns ? t->last_ok_ns : 0;
-    if (t->up && now - since > m->spec->down_after_ms * 1000000) {
+    /* Another task at the address is down at once: its answers are not
+     * this task's. */
+    bool wrong = st->code == TF_FAILED_PRECONDITION && strstr(st->msg, "wrong task") != NULL;
+    if (t->up && (wrong || now - t->last_ok_ns > m->spec->down_after_ms * 1000000)) {
       t->up = false;
       went_down = true;
       snprintf(why, sizeof why, "%s is down: no answer for %.1f s (%s)", t->prefix,
@@ -91,30 +146,36 @@ static void note_status(tf_master *m, int i, const tf_status *st,
   pthread_mutex_unlock(&m->mu);
   if (went_down) {
     tf_log(LOG_ERR, "%s", why);
-    tf__ms_abort_steps_on(m, i, why);
+    tf__ms_abort_steps(m, i, 0, TF_UNAVAILABLE, why);
   }
 }
 
 static void check_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
   check_ctx *c = arg;
-  note_status(c->m, c->task, st, reply, true);
+  note_status(c->m, c->task, st, reply, c->from_check);
   tf_wire_msg_free(reply);
+  if (c->then != NULL) c->then(c->arg);
   free(c);
 }
 
-static void send_check(tf_master *m, int i, int64_t timeout_ms) {
+static void send_check(tf_master *m, int i, int64_t timeout_ms, bool from_check,
+                       void (*then)(void *), void *arg) {
   tf_wire_header h = tf__ms_header(m, i, TF_M_GET_STATUS, 0, 0, timeout_ms);
   nng_msg *msg = NULL;
   tf_status st;
   tf_status_init(&st);
+  check_ctx *c = tf__xcalloc(1, sizeof *c);
+  *c = (check_ctx){m, i, from_check, then, arg};
   if (tf_wire_finish(tf_wire_writer_new(&h), &msg, &st) != TF_OK) {
-    note_status(m, i, &st, NULL, true);
+    check_done(c, &st, NULL);
     return;
   }
-  check_ctx *c = tf__xcalloc(1, sizeof *c);
-  c->m = m;
-  c->task = i;
-  tf_rpc_call_async(m->tasks[i].client, msg, timeout_ms, check_done, c);
+  tf__ms_send(m, i, msg, timeout_ms, check_done, c);
+}
+
+void tf__ms_refresh_task_async(tf_master *m, int i, int64_t timeout_ms,
+                               void (*then)(void *), void *arg) {
+  send_check(m, i, timeout_ms, false, then, arg);
 }
 
 void tf_master_tick(tf_master *m) {
@@ -131,18 +192,20 @@ void tf_master_tick(tf_master *m) {
     }
     /* A task that never answers (or stopped answering) is down once the
      * period has passed, even while its check is still in flight. */
-    bool went_down = t->up && now - t->last_ok_ns > m->spec->down_after_ms * 1000000;
+    int64_t last_ok = t->last_ok_ns;
+    bool went_down = t->up && now - last_ok > m->spec->down_after_ms * 1000000;
     if (went_down) t->up = false;
     pthread_mutex_unlock(&m->mu);
     if (went_down) {
       char why[256];
       snprintf(why, sizeof why, "%s is down: no answer for %.1f s", t->prefix,
-               (double)(now - t->last_ok_ns) / 1e9);
+               (double)(now - last_ok) / 1e9);
       tf_log(LOG_ERR, "%s", why);
-      tf__ms_abort_steps_on(m, i, why);
+      tf__ms_abort_steps(m, i, 0, TF_UNAVAILABLE, why);
     }
-    if (go) send_check(m, i, timeout > 0 ? timeout : 1000);
+    if (go) send_check(m, i, timeout > 0 ? timeout : 1000, true, NULL, NULL);
   }
+  tf__ms_expire_sessions(m);
 }
 
 bool tf__ms_task_up(tf_master *m, int i, uint64_t *incarnation) {
@@ -153,54 +216,28 @@ bool tf__ms_task_up(tf_master *m, int i, uint64_t *incarnation) {
   return up;
 }
 
-void tf__ms_refresh_task(tf_master *m, int i, int64_t timeout_ms) {
-  tf_wire_header h = tf__ms_header(m, i, TF_M_GET_STATUS, 0, 0, timeout_ms);
-  nng_msg *msg = NULL;
-  tf_wire_msg *reply = NULL;
-  tf_status st;
-  tf_status_init(&st);
-  if (tf_wire_finish(tf_wire_writer_new(&h), &msg, &st) == TF_OK) {
-    tf_rpc_call(m->tasks[i].client, msg, timeout_ms, &reply, &st);
-  }
-  note_status(m, i, &st, reply, false);
-  tf_wire_msg_free(reply);
-}
-
-/* One synchronous GetStatus round over the tasks not yet up. */
-static int check_missing(tf_master *m, int64_t timeout_ms) {
-  int missing = 0;
-  for (int i = 0; i < m->n_tasks; i++) {
-    if (tf__ms_task_up(m, i, NULL)) continue;
-    tf__ms_refresh_task(m, i, timeout_ms);
-    missing += !tf__ms_task_up(m, i, NULL);
-  }
-  return missing;
-}
-
-tf_code tf__ms_wait_tasks(tf_master *m, int64_t timeout_ms, tf_status *st) {
+void tf__ms_wait_known(tf_master *m, int64_t timeout_ms) {
   int64_t deadline = tf__now_ns() + timeout_ms * 1000000;
+  int64_t timeout = m->spec->down_after_ms < m->spec->rpc_timeout_ms
+                        ? m->spec->down_after_ms : m->spec->rpc_timeout_ms;
   for (;;) {
-    int64_t left = (deadline - tf__now_ns()) / 1000000;
-    int64_t each = left < 500 ? (left > 10 ? left : 10) : 500;
-    if (check_missing(m, each) == 0) return TF_OK;
-    if (tf__now_ns() >= deadline) break;
-    struct timespec ts = {0, 20 * 1000000};
+    int unknown = 0;
+    for (int i = 0; i < m->n_tasks; i++) {
+      pthread_mutex_lock(&m->mu);
+      ms_task *t = &m->tasks[i];
+      bool known = t->known, go = !known && !t->checking;
+      if (go) {
+        t->checking = true;
+        t->last_try_ns = tf__now_ns();
+      }
+      pthread_mutex_unlock(&m->mu);
+      unknown += !known;
+      if (go) send_check(m, i, timeout > 0 ? timeout : 1000, true, NULL, NULL);
+    }
+    if (unknown == 0 || tf__now_ns() >= deadline) return;
+    struct timespec ts = {0, 10 * 1000000};
     nanosleep(&ts, NULL);
   }
-  char names[2048] = "";
-  size_t len = 0;
-  pthread_mutex_lock(&m->mu);
-  for (int i = 0; i < m->n_tasks; i++) {
-    ms_task *t = &m->tasks[i];
-    if (t->up || len >= sizeof names - 1) continue;
-    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s (%s: %s)",
-                            len ? ", " : "", t->prefix, t->url,
-                            t->error ? t->error : "no answer");
-  }
-  pthread_mutex_unlock(&m->mu);
-  return tf_status_set(st, TF_UNAVAILABLE, "tasks of %s did not answer within "
-                       "the registration timeout of %" PRId64 " ms: %s",
-                       m->spec->path, timeout_ms, names);
 }
 
 /* ---- ListDevices, ClusterStatus, Reset ------------------------------------ */
@@ -251,40 +288,98 @@ static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *
   return msg;
 }
 
-/* Reset: WorkerReset on every task, which drops the named containers. */
-static nng_msg *reset(tf_master *m, const tf_wire_msg *req, tf_status *st) {
+/* Reset: WorkerReset on every task, which drops the named containers; the
+ * last answer replies (the first error, naming its task). */
+typedef struct reset_ctx {
+  tf_master *m;
+  struct tf_rpc_call *call;
+  pthread_mutex_t mu;
+  int pending;
+  tf_status err;
+} reset_ctx;
+
+typedef struct reset_call {
+  reset_ctx *r;
+  int task;
+} reset_call;
+
+static void reset_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
+  reset_call *c = arg;
+  reset_ctx *r = c->r;
+  tf_wire_msg_free(reply);
+  pthread_mutex_lock(&r->mu);
+  if (st->code != TF_OK && r->err.code == TF_OK) {
+    tf_status_set(&r->err, st->code, "Reset on %s: %s", r->m->tasks[c->task].prefix,
+                  st->msg);
+  }
+  bool last = --r->pending == 0;
+  pthread_mutex_unlock(&r->mu);
+  free(c);
+  if (!last) return;
+  if (r->err.code != TF_OK) {
+    tf_rpc_reply_error(r->call, &r->err);
+  } else {
+    nng_msg *msg = NULL;
+    tf_status st2;
+    tf_status_init(&st2);
+    if (tf_wire_finish(tf_rpc_reply_writer(r->call), &msg, &st2) == TF_OK) {
+      tf_rpc_reply(r->call, msg);
+    } else {
+      tf_rpc_reply_error(r->call, &st2);
+    }
+  }
+  pthread_mutex_destroy(&r->mu);
+  free(r);
+}
+
+static void reset(tf_master *m, struct tf_rpc_call *call) {
   tf_msg_reset_req rq;
-  if (tf_msg_reset_req_decode(req, &rq, st) != TF_OK) return NULL;
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_msg_reset_req_decode(tf_rpc_call_request(call), &rq, &st) != TF_OK) {
+    tf_rpc_reply_error(call, &st);
+    return;
+  }
   tf_msg_worker_reset_req b = {.n_containers = rq.n_containers,
                                .containers = rq.containers};
-  tf_code rc = TF_OK;
-  for (int i = 0; i < m->n_tasks && rc == TF_OK; i++) {
+  reset_ctx *r = tf__xcalloc(1, sizeof *r);
+  r->m = m;
+  r->call = call;
+  pthread_mutex_init(&r->mu, NULL);
+  tf_status_init(&r->err);
+  r->pending = m->n_tasks + 1; /* the sender's own, dropped last */
+  for (int i = 0; i < m->n_tasks; i++) {
     tf_wire_header h = tf__ms_header(m, i, TF_M_WORKER_RESET, 0, 0, m->spec->rpc_timeout_ms);
     tf_wire_writer *wr = tf_wire_writer_new(&h);
     tf_msg_worker_reset_req_encode(wr, &b);
     nng_msg *msg = NULL;
-    tf_wire_msg *reply = NULL;
-    rc = tf_wire_finish(wr, &msg, st);
-    if (rc == TF_OK) {
-      rc = tf_rpc_call(m->tasks[i].client, msg, m->spec->rpc_timeout_ms, &reply, st);
+    reset_call *c = tf__xcalloc(1, sizeof *c);
+    *c = (reset_call){r, i};
+    if (tf_wire_finish(wr, &msg, &st) != TF_OK) {
+      reset_done(c, &st, NULL);
+    } else {
+      tf__ms_send(m, i, msg, m->spec->rpc_timeout_ms, reset_done, c);
     }
-    if (rc != TF_OK) tf_status_prefix(st, "Reset on %s", m->tasks[i].prefix);
-    tf_wire_msg_free(reply);
   }
   tf_msg_reset_req_fini(&rq);
-  return rc == TF_OK ? tf__ms_empty_reply(m, req, st) : NULL;
+  tf_status_init(&st);
+  reset_call *self = tf__xcalloc(1, sizeof *self);
+  *self = (reset_call){r, 0};
+  reset_done(self, &st, NULL);
 }
 
-/* GetStatus on the master: who it is (it has no devices of its own). */
+/* GetStatus on the master: who it is (it has no devices of its own), its
+ * sessions, steps in flight and steps finished. */
 static nng_msg *master_status(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  int sessions = tf_master_num_sessions(m);
   pthread_mutex_lock(&m->mu);
-  int running = m->n_steps;
+  int sessions = m->n_sessions, running = m->n_steps;
+  uint64_t run = m->counters.steps_ok + m->counters.steps_failed;
   pthread_mutex_unlock(&m->mu);
   tf_msg_get_status_reply b = {.job = "master", .task = 0,
                                .incarnation = m->incarnation,
-                               .has = TF_MSG_STATUS_MASTER, .sessions = sessions,
-                               .running_steps = running};
+                               .has = TF_MSG_STATUS_MASTER | TF_MSG_STATUS_STEPS_RUN,
+                               .sessions = sessions, .running_steps = running,
+                               .steps_run = run};
   tf_wire_writer *wr = tf__ms_reply_writer(m, req);
   tf_msg_get_status_reply_encode(wr, &b);
   nng_msg *msg = NULL;
@@ -292,21 +387,46 @@ static nng_msg *master_status(tf_master *m, const tf_wire_msg *req, tf_status *s
   return msg;
 }
 
-static nng_msg *handle(void *arg, const tf_wire_msg *req, tf_status *st) {
-  tf_master *m = arg;
+/* The methods answered before the handler returns (none waits for a task
+ * except CreateSession's bounded wait for the first health round). */
+static nng_msg *handle_now(tf_master *m, const tf_wire_msg *req, tf_status *st) {
   switch (req->h.method) {
     case TF_M_GET_STATUS: return master_status(m, req, st);
     case TF_M_CREATE_SESSION: return tf__ms_create_session(m, req, st);
     case TF_M_EXTEND_SESSION: return tf__ms_extend_session(m, req, st);
-    case TF_M_RUN_STEP: return tf__ms_run_step(m, req, st);
     case TF_M_CLOSE_SESSION: return tf__ms_close_session(m, req, st);
+    case TF_M_KEEP_ALIVE: return tf__ms_keep_alive(m, req, st);
     case TF_M_LIST_DEVICES: return list_devices(m, req, st);
-    case TF_M_RESET: return reset(m, req, st);
     case TF_M_CLUSTER_STATUS: return cluster_status(m, req, st);
     default:
       tf_status_set(st, TF_UNIMPLEMENTED, "master: method %d (%s) is not a "
                     "master method", req->h.method, tf_method_name(req->h.method));
       return NULL;
+  }
+}
+
+static void handle(void *arg, struct tf_rpc_call *call) {
+  tf_master *m = arg;
+  const tf_wire_msg *req = tf_rpc_call_request(call);
+  if (req->h.method == TF_M_RUN_STEP) {
+    tf__ms_run_step(m, call);
+    return;
+  }
+  if (req->h.method == TF_M_RESET) {
+    reset(m, call);
+    return;
+  }
+  tf_status st;
+  tf_status_init(&st);
+  nng_msg *reply = handle_now(m, req, &st);
+  if (reply != NULL) {
+    tf_rpc_reply(call, reply);
+  } else {
+    if (st.code == TF_OK) {
+      tf_status_set(&st, TF_INTERNAL, "the %s handler returned no reply",
+                    tf_method_name(req->h.method));
+    }
+    tf_rpc_reply_error(call, &st);
   }
 }
 
@@ -325,10 +445,37 @@ static tf_code add_tasks(tf_master *m, tf_status *st) {
       t->prefix = tf__xasprintf("/job:%s/replica:0/task:%d", t->job, k);
       t->device = tf__xasprintf("%s/device:CPU:0", t->prefix);
       t->url = tf_cluster_task_url(s, t->job, k);
-      TF_TRY(tf_rpc_client_new(t->url, s->max_message_bytes, &t->client, st));
+      /* A wrong task at the address fails every call loudly. */
+      tf_rpc_client_options co = {.url = t->url, .max_msg_bytes = s->max_message_bytes,
+                                  .expect_task = t->prefix};
+      TF_TRY(tf_rpc_client_open(&co, &t->client, st));
     }
   }
   return TF_OK;
+}
+
+static void server_log(void *arg, int prio, const char *msg) {
+  tf_log(prio, "%s", msg);
+}
+
+/* Serves the master's address: handler_threads = threads.rpc; calls in
+ * progress: a session's control calls (max_sessions) plus the steps
+ * (max_steps) plus 64 for status, health and refused requests -- a RunStep
+ * beyond max_steps still needs a context to be refused. */
+static tf_code serve(tf_master *m, tf_status *st) {
+  const tf_cluster_spec *s = m->spec;
+  tf_rpc_server_options o;
+  tf_rpc_server_options_init(&o, m->url);
+  o.handler_threads = s->rpc_threads;
+  o.max_msg_bytes = s->max_message_bytes;
+  int64_t calls = (int64_t)s->max_sessions + s->max_steps + 64;
+  o.max_calls = calls > 65536 ? 65536 : (int)calls;
+  o.max_connections = s->max_connections;
+  o.idle_connection_ms = s->idle_connection_ms;
+  o.self_task = TF_MSG_MASTER_TASK;
+  o.self_incarnation = m->incarnation;
+  o.log = server_log;
+  return tf_rpc_server_start(&o, handle, m, &m->srv, st);
 }
 
 tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
@@ -346,17 +493,20 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   m->costs = tf_cost_model_new();
   pthread_mutex_init(&m->mu, NULL);
   pthread_cond_init(&m->idle_cv, NULL);
+  pthread_cond_init(&m->inflight_cv, NULL);
+  pthread_cond_init(&m->timer_cv, NULL);
   tf__strmap_init(&m->sessions);
   tf_code rc = add_tasks(m, st);
   if (rc == TF_OK) {
-    rc = tf_rpc_server_start_sync(m->url, spec->rpc_threads, spec->max_message_bytes,
-                             handle, m, &m->srv, st);
+    tf__ms_timer_start(m);
+    rc = serve(m, st);
   }
   if (rc != TF_OK) {
     tf_status_prefix(st, "master");
     tf_master_free(m);
     return rc;
   }
+  tf_master_tick(m); /* the first health round, at once */
   tf_log(LOG_INFO, "master serving on %s for %d task(s) of %s", m->url,
          m->n_tasks, spec->path);
   *out = m;
@@ -367,32 +517,68 @@ void tf_master_drain(tf_master *m, int64_t timeout_ms) {
   int64_t deadline = tf__now_ns() + timeout_ms * 1000000;
   pthread_mutex_lock(&m->mu);
   m->draining = true;
+  int left = m->n_steps;
+  tf_log(LOG_NOTICE, "draining: refusing new sessions and steps; %d step(s) in "
+         "flight, waiting up to %" PRId64 " ms", left, timeout_ms);
   while (m->n_steps > 0 && tf__now_ns() < deadline) {
-    tf__cond_wait_ms(&m->idle_cv, &m->mu, 50);
+    int64_t ms = (deadline - tf__now_ns()) / 1000000;
+    tf__cond_wait_ms(&m->idle_cv, &m->mu, ms < 1 ? 1 : ms > 50 ? 50 : ms);
   }
+  left = m->n_steps;
   pthread_mutex_unlock(&m->mu);
+  if (left > 0) {
+    char why[200];
+    snprintf(why, sizeof why, "the master at %s is shutting down: the step was "
+             "aborted after the drain time of %" PRId64 " ms", m->url, timeout_ms);
+    tf_log(LOG_WARNING, "drain: aborting %d step(s) still in flight after %" PRId64
+           " ms", left, timeout_ms);
+    tf__ms_abort_steps(m, -1, 0, TF_UNAVAILABLE, why);
+  }
 }
 
 static void session_free(void *v) { tf__ms_session_destroy(v); }
 
+/* Waits until no call to a task is in flight or being sent. Every such
+ * call ends (its timeout, or UNAVAILABLE once the clients are closed), so
+ * this needs no timeout of its own; it logs while it waits. */
+static void wait_calls(tf_master *m, bool senders_only) {
+  int64_t t0 = tf__now_ns(), next_log = 5;
+  pthread_mutex_lock(&m->mu);
+  while (m->senders > 0 || (!senders_only && m->inflight > 0)) {
+    tf__cond_wait_ms(&m->inflight_cv, &m->mu, 100);
+    if (tf__now_ns() - t0 > next_log * 1000000000) {
+      tf_log(LOG_WARNING, "stopping: still waiting for %d call(s) to tasks",
+             m->inflight);
+      next_log *= 2;
+    }
+  }
+  pthread_mutex_unlock(&m->mu);
+}
+
 void tf_master_free(tf_master *m) {
   if (m == NULL) return;
+  pthread_mutex_lock(&m->mu);
+  m->draining = true;
+  pthread_mutex_unlock(&m->mu);
+  /* Steps in flight answer UNAVAILABLE (their calls are finished), then
+   * the server stops: no handler runs after this. */
+  char why[160];
+  snprintf(why, sizeof why, "the master at %s is stopping", m->url);
+  tf__ms_abort_steps(m, -1, 0, TF_UNAVAILABLE, why);
   tf_rpc_server_stop(m->srv);
-  /* Closing a client fails its calls in flight; their callbacks (health
-   * checks) touch m, so wait for them before freeing anything. */
+  m->srv = NULL;
+  tf__ms_timer_stop(m);
+  /* No new calls to tasks; those in flight fail once the clients close,
+   * and their callbacks touch m: wait for every one of them. */
+  pthread_mutex_lock(&m->mu);
+  m->stopping = true;
+  pthread_mutex_unlock(&m->mu);
+  wait_calls(m, true);
   for (int i = 0; i < m->n_tasks; i++) {
     tf_rpc_client_free(m->tasks[i].client);
     m->tasks[i].client = NULL;
   }
-  for (int spins = 0; spins < 1000; spins++) {
-    bool busy = false;
-    pthread_mutex_lock(&m->mu);
-    for (int i = 0; i < m->n_tasks; i++) busy |= m->tasks[i].checking;
-    pthread_mutex_unlock(&m->mu);
-    if (!busy) break;
-    struct timespec ts = {0, 5 * 1000000};
-    nanosleep(&ts, NULL);
-  }
+  wait_calls(m, false);
   for (int i = 0; i < m->n_tasks; i++) {
     ms_task *t = &m->tasks[i];
     free(t->job);
@@ -409,6 +595,8 @@ void tf_master_free(tf_master *m) {
   free(m->url);
   pthread_mutex_destroy(&m->mu);
   pthread_cond_destroy(&m->idle_cv);
+  pthread_cond_destroy(&m->inflight_cv);
+  pthread_cond_destroy(&m->timer_cv);
   free(m);
 }
 

@@ -29,6 +29,7 @@ typedef struct ms_task {
   bool up;
   bool ever_up;
   bool checking;       /* a GetStatus is in flight */
+  bool known;          /* a GetStatus answered or failed at least once */
   uint64_t incarnation;
   int64_t last_ok_ns;  /* 0: never */
   int64_t last_try_ns;
@@ -64,11 +65,17 @@ typedef struct ms_session {
   ms_prepared **retired; /* replaced entries (steps may still use them) */
   int n_retired;
   tf__refcount refs;   /* the table's and one per tf__ms_session_get */
-  int64_t last_used_ns;
+  int64_t last_used_ns; /* under the master's mu: the last request on it */
 } ms_session;
 
-/* A running step (for health aborts): the tasks it uses. */
+/* A step in flight (master_run.c): from RunStep's arrival to its reply. */
 typedef struct ms_step ms_step;
+
+/* What GetStatus on the master reports (under mu). */
+typedef struct ms_counters {
+  uint64_t steps_ok, steps_failed, steps_deadline, steps_refused;
+  uint64_t sessions_expired, sessions_refused;
+} ms_counters;
 
 struct tf_master {
   const tf_cluster_spec *spec;
@@ -81,9 +88,17 @@ struct tf_master {
   int n_tasks;
   tf__strmap sessions; /* "%016llx" -> ms_session */
   int n_sessions;
-  ms_step **steps;     /* running */
+  ms_step **steps;     /* in flight (at most spec->max_steps) */
   int n_steps, cap_steps;
   bool draining;
+  bool stopping;       /* tf_master_free began: no new calls to tasks */
+  int inflight;        /* async calls to tasks whose callbacks touch m */
+  int senders;         /* threads inside tf__ms_send */
+  pthread_cond_t inflight_cv; /* inflight or senders fell */
+  ms_counters counters;
+  pthread_t timer;     /* step deadlines (master_run.c) */
+  bool timer_on;
+  pthread_cond_t timer_cv; /* a step was added, or the timer must stop */
   tf_cost_model *costs;
 };
 
@@ -99,11 +114,21 @@ nng_msg *tf__ms_empty_reply(const tf_master *m, const tf_wire_msg *req, tf_statu
 tf_wire_header tf__ms_header(tf_master *m, int task, int method, uint64_t session,
                              uint64_t step, int64_t deadline_ms);
 
-/* Waits (up to timeout_ms) until every task answered GetStatus; else
- * UNAVAILABLE naming the tasks that did not. */
-tf_code tf__ms_wait_tasks(tf_master *m, int64_t timeout_ms, tf_status *st);
-/* Asks task i for its status now (up to timeout_ms) and records it. */
-void tf__ms_refresh_task(tf_master *m, int i, int64_t timeout_ms);
+/* Sends msg (taken) to task i without blocking; done runs exactly once
+ * (possibly in the caller) and is counted in m->inflight until it
+ * returns, so tf_master_free waits for it. Once the master is stopping,
+ * done runs at once with UNAVAILABLE. */
+void tf__ms_send(tf_master *m, int task, nng_msg *msg, int64_t timeout_ms,
+                 tf_rpc_done done, void *arg);
+/* tf__ms_send whose reply nobody needs. */
+void tf__ms_send_ignore(tf_master *m, int task, nng_msg *msg, int64_t timeout_ms);
+/* Waits (up to timeout_ms) until every task's health is known (answered or
+ * failed once); a task that is down does not fail this. */
+void tf__ms_wait_known(tf_master *m, int64_t timeout_ms);
+/* Asks task i for its status without blocking and records the answer;
+ * then calls then(arg) (may be NULL). */
+void tf__ms_refresh_task_async(tf_master *m, int i, int64_t timeout_ms,
+                               void (*then)(void *), void *arg);
 /* Frees a session nobody references. */
 void tf__ms_session_destroy(ms_session *s);
 /* Whether task i is up, with its incarnation. */
@@ -118,13 +143,35 @@ void tf__ms_prepared_free(ms_prepared *p);
 nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_extend_session(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_close_session(tf_master *m, const tf_wire_msg *req, tf_status *st);
-nng_msg *tf__ms_run_step(tf_master *m, const tf_wire_msg *req, tf_status *st);
-/* Runs one step of p: feeds[k] is the tensor for p->feeds[k]; fills
- * fetched[k] (new references) for p->fetches[k]. deadline_ms 0: none. */
-tf_code tf__ms_run_partitions(tf_master *m, ms_session *s, ms_prepared *p,
-                              tf_tensor **feeds, int64_t deadline_ms,
-                              bool trace, tf_tensor **fetched, tf_status *st);
-/* Fails running steps that use task i (it went down). */
-void tf__ms_abort_steps_on(tf_master *m, int task, const char *why);
+nng_msg *tf__ms_keep_alive(tf_master *m, const tf_wire_msg *req, tf_status *st);
+/* Closes sessions not refreshed for session_ttl_ms (from tf_master_tick). */
+void tf__ms_expire_sessions(tf_master *m);
+/* Marks s closed, aborts its steps and deregisters its partitions (not
+ * waited for). s is already out of the table; takes its reference. */
+void tf__ms_session_end(tf_master *m, ms_session *s, const char *why);
+/* DeregisterGraph of p's partitions (not waited for). */
+void tf__ms_deregister(tf_master *m, uint64_t session, const ms_prepared *p);
+
+/* The prepared partitions of sig in s, or NULL with st set. */
+typedef void (*tf__ms_prepared_fn)(void *arg, ms_prepared *p, const tf_status *st);
+/* Gets sig's prepared partitions from s's cache, or builds them and
+ * registers them on their tasks without blocking; done runs exactly once
+ * (possibly in the caller). The caller holds a reference on s. */
+void tf__ms_prepare(tf_master *m, ms_session *s, const tf__sig *sig,
+                    tf__ms_prepared_fn done, void *arg);
+/* Drops stale (a task restarted under it) from s's cache if it is still
+ * there (kept on the retired list while steps use it) and deregisters its
+ * handles on the tasks that did not restart. */
+void tf__ms_retire(tf_master *m, ms_session *s, const char *key, ms_prepared *stale);
+
+/* RunStep: answers the call later, from the last completion. */
+void tf__ms_run_step(tf_master *m, struct tf_rpc_call *call);
+/* Fails steps in flight that use task i (it went down), belong to session
+ * (non-zero), or all (task < 0 and session 0), with code and why. */
+void tf__ms_abort_steps(tf_master *m, int task, uint64_t session, tf_code code,
+                        const char *why);
+/* Starts and stops the step-deadline thread. */
+void tf__ms_timer_start(tf_master *m);
+void tf__ms_timer_stop(tf_master *m);
 
 #endif

@@ -1,7 +1,11 @@
-/* master_session.c: the master's sessions: CreateSession (after every task
- * of the spec has answered, bounded by the registration timeout),
- * ExtendSession (new nodes only), CloseSession (drops the session and
- * deregisters its partitions on the workers). */
+/* master_session.c: the master's sessions: CreateSession (at most
+ * limits.max_sessions open; it waits only for the first health round, so
+ * a task that is down does not block it -- the first step whose graph
+ * needs that task fails naming it), ExtendSession (new nodes only),
+ * KeepAlive, CloseSession, and expiry: a session that no request
+ * refreshed for limits.session_ttl_ms is closed by tf_master_tick. Ending
+ * a session aborts its steps in flight and deregisters its partitions on
+ * the workers, without waiting and without holding a lock across a call. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,15 +84,22 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   }
   pthread_mutex_lock(&m->mu);
   bool draining = m->draining;
+  int open = m->n_sessions;
+  if (!draining && open >= m->spec->max_sessions) m->counters.sessions_refused++;
   pthread_mutex_unlock(&m->mu);
   if (draining) {
-    tf_status_set(st, TF_UNAVAILABLE, "the master is shutting down");
+    tf_status_set(st, TF_UNAVAILABLE, "CreateSession: the master at %s is "
+                  "shutting down", m->url);
     return NULL;
   }
-  if (tf__ms_wait_tasks(m, m->spec->registration_timeout_ms, st) != TF_OK) {
-    tf_status_prefix(st, "CreateSession");
+  if (open >= m->spec->max_sessions) {
+    tf_status_set(st, TF_RESOURCE_EXHAUSTED, "CreateSession: the master has %d "
+                  "sessions open, its cap limits.max_sessions = %d (%s)", open,
+                  m->spec->max_sessions, m->spec->path);
     return NULL;
   }
+  /* Only the first health round: placement uses the tasks that are up. */
+  tf__ms_wait_known(m, m->spec->registration_timeout_ms);
   ms_session *s = tf__xcalloc(1, sizeof *s);
   tf__ref_init(&s->refs, 1); /* the table's */
   pthread_mutex_init(&s->mu, NULL);
@@ -100,16 +111,25 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   }
   char key[24];
   pthread_mutex_lock(&m->mu);
+  if (m->n_sessions >= m->spec->max_sessions) { /* others got in meanwhile */
+    pthread_mutex_unlock(&m->mu);
+    tf__ms_session_destroy(s);
+    tf_status_set(st, TF_RESOURCE_EXHAUSTED, "CreateSession: the master has %d "
+                  "sessions open, its cap limits.max_sessions = %d (%s)",
+                  m->spec->max_sessions, m->spec->max_sessions, m->spec->path);
+    return NULL;
+  }
   do {
     s->handle = tf__random_u64();
     hkey(s->handle, key);
-  } while (tf__strmap_get(&m->sessions, key, NULL) != NULL);
+  } while (s->handle == 0 || tf__strmap_get(&m->sessions, key, NULL) != NULL);
   s->last_used_ns = tf__now_ns();
   tf__strmap_put(&m->sessions, key, s);
   m->n_sessions++;
   pthread_mutex_unlock(&m->mu);
   tf_log(LOG_INFO, "session %s created (%d nodes)", key, tf_graph_num_nodes(s->g));
-  tf_msg_create_session_reply b = {.session = s->handle};
+  tf_msg_create_session_reply b = {.session = s->handle,
+                                   .session_ttl_ms = m->spec->session_ttl_ms};
   tf_wire_writer *wr = tf__ms_reply_writer(m, req);
   tf_msg_create_session_reply_encode(wr, &b);
   nng_msg *msg = NULL;
@@ -129,29 +149,27 @@ nng_msg *tf__ms_extend_session(tf_master *m, const tf_wire_msg *req, tf_status *
   return rc == TF_OK ? tf__ms_empty_reply(m, req, st) : NULL;
 }
 
-/* Deregisters a closed session's partitions (best effort, not waited). */
-static void deregister_all(tf_master *m, ms_session *s) {
+nng_msg *tf__ms_keep_alive(tf_master *m, const tf_wire_msg *req, tf_status *st) {
+  ms_session *s = tf__ms_session_get(m, req->h.session, st); /* refreshes it */
+  if (s == NULL) return NULL;
+  tf__ms_session_put(m, s);
+  return tf__ms_empty_reply(m, req, st);
+}
+
+void tf__ms_session_end(tf_master *m, ms_session *s, const char *why) {
+  pthread_mutex_lock(&s->mu);
+  s->closed = true; /* no entry is added after this */
+  ms_prepared **ps = tf__xcalloc(s->cache.cap + 1, sizeof *ps);
+  int n = 0;
   for (size_t i = 0; i < s->cache.cap; i++) {
-    ms_prepared *p = s->cache.keys[i] ? s->cache.vals[i] : NULL;
-    for (int k = 0; p != NULL && k < p->n_parts; k++) {
-      tf_wire_header h = tf__ms_header(m, p->parts[k].task, TF_M_DEREGISTER_GRAPH,
-                                       s->handle, 0, m->spec->rpc_timeout_ms);
-      tf_wire_writer *wr = tf_wire_writer_new(&h);
-      tf_msg_deregister_graph_req b = {.handle = p->parts[k].handle};
-      tf_msg_deregister_graph_req_encode(wr, &b);
-      nng_msg *msg = NULL;
-      tf_wire_msg *reply = NULL;
-      tf_status st;
-      tf_status_init(&st);
-      if (tf_wire_finish(wr, &msg, &st) == TF_OK && tf__ms_task_up(m, p->parts[k].task, NULL)) {
-        tf_rpc_call(m->tasks[p->parts[k].task].client, msg, m->spec->rpc_timeout_ms,
-                    &reply, &st);
-      } else {
-        nng_msg_free(msg);
-      }
-      tf_wire_msg_free(reply);
-    }
+    if (s->cache.keys[i] != NULL) ps[n++] = s->cache.vals[i];
   }
+  pthread_mutex_unlock(&s->mu);
+  tf__ms_abort_steps(m, -1, s->handle, TF_ABORTED, why);
+  /* The entries live as long as s (the table's reference, dropped last). */
+  for (int k = 0; k < n; k++) tf__ms_deregister(m, s->handle, ps[k]);
+  free(ps);
+  tf__ms_session_put(m, s); /* the table's */
 }
 
 nng_msg *tf__ms_close_session(tf_master *m, const tf_wire_msg *req, tf_status *st) {
@@ -169,11 +187,37 @@ nng_msg *tf__ms_close_session(tf_master *m, const tf_wire_msg *req, tf_status *s
                   "the master at %s", key, m->url);
     return NULL;
   }
-  pthread_mutex_lock(&s->mu);
-  s->closed = true;
-  deregister_all(m, s);
-  pthread_mutex_unlock(&s->mu);
+  char why[160];
+  snprintf(why, sizeof why, "session %s was closed while the step ran", key);
+  tf__ms_session_end(m, s, why);
   tf_log(LOG_INFO, "session %s closed", key);
-  tf__ms_session_put(m, s); /* the table's */
   return tf__ms_empty_reply(m, req, st);
+}
+
+void tf__ms_expire_sessions(tf_master *m) {
+  int64_t now = tf__now_ns(), ttl = m->spec->session_ttl_ms * 1000000;
+  pthread_mutex_lock(&m->mu);
+  ms_session **gone = tf__xcalloc((size_t)m->n_sessions + 1, sizeof *gone);
+  int n = 0;
+  for (size_t i = 0; i < m->sessions.cap; i++) {
+    ms_session *s = m->sessions.keys[i] ? m->sessions.vals[i] : NULL;
+    if (s != NULL && now - s->last_used_ns > ttl) gone[n++] = s;
+  }
+  for (int k = 0; k < n; k++) {
+    char key[24];
+    hkey(gone[k]->handle, key);
+    tf__strmap_del(&m->sessions, key);
+    m->n_sessions--;
+    m->counters.sessions_expired++;
+  }
+  pthread_mutex_unlock(&m->mu);
+  for (int k = 0; k < n; k++) {
+    char why[200];
+    snprintf(why, sizeof why, "session %016" PRIx64 " expired: no request or "
+             "KeepAlive for limits.session_ttl_ms = %" PRId64 " ms",
+             gone[k]->handle, m->spec->session_ttl_ms);
+    tf_log(LOG_WARNING, "%s; aborting its steps and deregistering its graphs", why);
+    tf__ms_session_end(m, gone[k], why);
+  }
+  free(gone);
 }

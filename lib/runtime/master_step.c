@@ -1,28 +1,24 @@
-/* master_step.c: RunStep. A step's (feeds, fetches, targets) make its
- * signature (signature.h, as in the local session); the first step of a
- * signature prunes the session's graph (the prune pass, prune.h: fed edges
- * become _Arg, fetches _Retval), places it over the tasks' devices, partitions it and registers each partition on its task. Every
- * step then sends one RunGraph per partition, concurrently, and waits for
- * all of them, for the first error, for a task to go down, or for the
- * deadline. After a failure every partition gets AbortStep and
- * CleanupGraph (not waited for); a worker whose partition succeeded drops
- * the step's state itself. A
- * partition whose task restarted (ABORTED, graph handle unknown) makes the
- * master register the signature again and retry the step once. */
+/* master_step.c: a signature's partitions. A step's (feeds, fetches,
+ * targets) make its signature (signature.h, as in the local session); the
+ * first step of a signature prunes the session's graph (the prune pass,
+ * prune.h: fed edges become _Arg, fetches _Retval) under the session's
+ * lock, then -- with no lock held -- places it over the devices of the
+ * tasks that are up, partitions it and registers each partition on its
+ * task with asynchronous RegisterGraph calls. The last reply re-validates
+ * the session under its lock: a closed session, or a signature another
+ * step registered meanwhile, makes the new handles be deregistered (no
+ * graph is left behind on a worker). A task that restarted loses its
+ * graphs: tf__ms_retire drops the stale entry and deregisters the handles
+ * still valid on the other tasks. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
 #include "tf/serialize.h"
-
-
-/* ---- building a signature ------------------------------------------------- */
 
 static int *dup_ints(const int *v, int n) {
   int *c = tf__xcalloc((size_t)n + 1, sizeof *c);
@@ -30,78 +26,235 @@ static int *dup_ints(const int *v, int n) {
   return c;
 }
 
-static tf_code register_part(tf_master *m, ms_session *s, const tf_partition *pt,
-                             ms_part *mp, tf_status *st) {
-  void *buf = NULL;
-  size_t len = 0;
-  TF_TRY(tf_graph_to_msgpack(pt->g, &buf, &len, st));
-  tf_wire_header h = tf__ms_header(m, mp->task, TF_M_REGISTER_GRAPH, s->handle, 0,
-                                   m->spec->rpc_timeout_ms);
-  tf_wire_writer *wr = tf_wire_writer_new(&h);
-  tf_msg_register_graph_req b = {.graph = buf, .graph_len = len};
-  tf_msg_register_graph_req_encode(wr, &b);
-  free(buf);
-  nng_msg *msg = NULL;
-  tf_wire_msg *reply = NULL;
-  TF_TRY(tf_wire_finish(wr, &msg, st));
-  TF_TRY(tf_rpc_call(m->tasks[mp->task].client, msg, m->spec->rpc_timeout_ms,
-                     &reply, st));
-  tf_msg_register_graph_reply rb;
-  tf_code rc = tf_msg_register_graph_reply_decode(reply, &rb, st);
-  if (rc == TF_OK) {
-    mp->handle = rb.handle;
-  } else {
-    tf_status_prefix(st, "%s", m->tasks[mp->task].prefix);
+/* ---- placing -------------------------------------------------------------- */
+
+/* Places g over the tasks in use (up only, or every task) into assign
+ * (indices into devs); idx[d] is devs[d]'s task. Returns the count. */
+static int task_devices(tf_master *m, bool up_only, tf_place_device *devs, int *idx,
+                        uint64_t *incs) {
+  int nd = 0;
+  for (int i = 0; i < m->n_tasks; i++) {
+    uint64_t inc = 0;
+    bool up = tf__ms_task_up(m, i, &inc);
+    if (up_only && !up) continue;
+    devs[nd] = (tf_place_device){m->tasks[i].device, "CPU"};
+    idx[nd] = i;
+    incs[nd++] = inc;
   }
-  tf_wire_msg_free(reply);
-  return rc;
+  return nd;
 }
 
-static tf_code place_and_register(tf_master *m, ms_session *s, const tf_graph *g,
-                                  ms_prepared *p, tf_status *st) {
-  int nd = m->n_tasks;
-  tf_place_device *devs = tf__xcalloc((size_t)nd + 1, sizeof *devs);
-  uint64_t *incs = tf__xcalloc((size_t)nd + 1, sizeof *incs);
-  for (int i = 0; i < nd; i++) {
-    devs[i] = (tf_place_device){m->tasks[i].device, "CPU"};
-    tf__ms_task_up(m, i, &incs[i]);
+/* After placement over the tasks that are up failed: if placing over
+ * every task works, the graph needs a task that is down: UNAVAILABLE
+ * naming it. Else st keeps the placement's own error. */
+static tf_code name_down_task(tf_master *m, const tf_graph *g, tf_status *st) {
+  int nt = m->n_tasks, nn = tf_graph_num_nodes(g);
+  tf_place_device *devs = tf__xcalloc((size_t)nt + 1, sizeof *devs);
+  int *idx = tf__xcalloc((size_t)nt + 1, sizeof *idx);
+  uint64_t *incs = tf__xcalloc((size_t)nt + 1, sizeof *incs);
+  int *assign = tf__xcalloc((size_t)nn + 1, sizeof *assign);
+  int nd = task_devices(m, false, devs, idx, incs);
+  tf_place_opts po = {.default_job = "worker", .ps_job = "ps", .costs = m->costs};
+  tf_status pst;
+  tf_status_init(&pst);
+  if (tf_place(g, devs, nd, &po, assign, &pst) == TF_OK) {
+    for (int k = 0; k < nn; k++) {
+      int t = idx[assign[k]];
+      if (!tf__ms_task_up(m, t, NULL)) {
+        tf_status_set(st, TF_UNAVAILABLE, "%s is down (tfctl health shows the "
+                      "cluster); the step needs it", m->tasks[t].prefix);
+        break;
+      }
+    }
   }
+  free(devs);
+  free(idx);
+  free(incs);
+  free(assign);
+  return st->code;
+}
+
+/* Places and partitions g over the tasks that are up; fills p->parts
+ * (handles 0) and graphs[i] (partition i's msgpack, malloc'd). */
+static tf_code place(tf_master *m, const tf_graph *g, ms_prepared *p,
+                     void ***bufs, size_t **lens, tf_status *st) {
+  int nt = m->n_tasks;
+  tf_place_device *devs = tf__xcalloc((size_t)nt + 1, sizeof *devs);
+  int *idx = tf__xcalloc((size_t)nt + 1, sizeof *idx);
+  uint64_t *incs = tf__xcalloc((size_t)nt + 1, sizeof *incs);
   int *assign = tf__xcalloc((size_t)tf_graph_num_nodes(g) + 1, sizeof *assign);
+  int nd = task_devices(m, true, devs, idx, incs);
   tf_place_opts po = {.default_job = "worker", .ps_job = "ps", .costs = m->costs};
   tf_partition *parts = NULL;
   int np = 0;
   tf_code rc = tf_place(g, devs, nd, &po, assign, st);
+  if (rc != TF_OK) rc = name_down_task(m, g, st);
   if (rc == TF_OK) rc = tf_partition_graph(g, assign, devs, incs, nd, &parts, &np, st);
   if (rc == TF_OK) {
     p->parts = tf__xcalloc((size_t)np + 1, sizeof *p->parts);
+    *bufs = tf__xcalloc((size_t)np + 1, sizeof **bufs);
+    *lens = tf__xcalloc((size_t)np + 1, sizeof **lens);
     for (int i = 0; i < np && rc == TF_OK; i++) {
       ms_part *mp = &p->parts[i];
-      mp->task = parts[i].device;
-      mp->incarnation = incs[mp->task];
+      mp->task = idx[parts[i].device];
+      mp->incarnation = incs[parts[i].device];
       mp->n_args = parts[i].n_args;
       mp->arg_feed = dup_ints(parts[i].arg_feed, parts[i].n_args);
       mp->n_rets = parts[i].n_rets;
       mp->ret_fetch = dup_ints(parts[i].ret_fetch, parts[i].n_rets);
       p->n_parts++;
-      if (!tf__ms_task_up(m, mp->task, NULL)) {
-        rc = tf_status_set(st, TF_UNAVAILABLE, "%s is down; the step needs it",
-                           m->tasks[mp->task].prefix);
-      } else {
-        rc = register_part(m, s, &parts[i], mp, st);
-      }
+      rc = tf_graph_to_msgpack(parts[i].g, &(*bufs)[i], &(*lens)[i], st);
     }
   }
   tf_partitions_free(parts, np);
   free(assign);
   free(devs);
+  free(idx);
   free(incs);
   return rc;
 }
 
-static tf_code build(tf_master *m, ms_session *s, const tf__sig *sig,
-                     ms_prepared **out, tf_status *st) {
+/* ---- registering ---------------------------------------------------------- */
+
+typedef struct reg_ctx {
+  tf_master *m;
+  ms_session *s;       /* a reference */
+  char *key;           /* the signature's */
+  ms_prepared *p;
+  pthread_mutex_t mu;
+  int pending;
+  bool failed;
+  tf_status err;
+  tf__ms_prepared_fn done;
+  void *arg;
+} reg_ctx;
+
+typedef struct reg_call {
+  reg_ctx *r;
+  int i;
+} reg_call;
+
+void tf__ms_deregister(tf_master *m, uint64_t session, const ms_prepared *p) {
+  for (int k = 0; k < p->n_parts; k++) {
+    if (p->parts[k].handle == 0) continue;
+    int t = p->parts[k].task;
+    uint64_t inc = 0;
+    /* A task that restarted has lost the graph already. */
+    if (!tf__ms_task_up(m, t, &inc) || inc != p->parts[k].incarnation) continue;
+    tf_wire_header h = tf__ms_header(m, t, TF_M_DEREGISTER_GRAPH, session, 0,
+                                     m->spec->rpc_timeout_ms);
+    tf_wire_writer *wr = tf_wire_writer_new(&h);
+    tf_msg_deregister_graph_req b = {.handle = p->parts[k].handle};
+    tf_msg_deregister_graph_req_encode(wr, &b);
+    nng_msg *msg = NULL;
+    tf_status st;
+    tf_status_init(&st);
+    if (tf_wire_finish(wr, &msg, &st) == TF_OK) {
+      tf__ms_send_ignore(m, t, msg, m->spec->rpc_timeout_ms);
+    }
+  }
+}
+
+/* The last RegisterGraph answered: keep p in the session's cache, or drop
+ * it (and its handles) when the session closed or the signature is there
+ * already. */
+static void reg_finish(reg_ctx *r) {
+  tf_master *m = r->m;
+  ms_prepared *use = NULL;
+  tf_status st;
+  tf_status_init(&st);
+  if (r->failed) {
+    st = r->err;
+  } else {
+    pthread_mutex_lock(&r->s->mu);
+    if (r->s->closed) {
+      tf_status_set(&st, TF_ABORTED, "RunStep: session %016" PRIx64 " was closed "
+                    "while its partitions were registered", r->s->handle);
+    } else {
+      use = tf__strmap_get(&r->s->cache, r->key, NULL);
+      if (use == NULL) {
+        tf__strmap_put(&r->s->cache, r->key, r->p);
+        use = r->p;
+        r->p = NULL;
+      }
+    }
+    pthread_mutex_unlock(&r->s->mu);
+  }
+  if (r->p != NULL) {
+    tf__ms_deregister(m, r->s->handle, r->p);
+    tf__ms_prepared_free(r->p);
+  }
+  r->done(r->arg, use, &st);
+  tf__ms_session_put(m, r->s);
+  free(r->key);
+  pthread_mutex_destroy(&r->mu);
+  free(r);
+}
+
+static void reg_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
+  reg_call *c = arg;
+  reg_ctx *r = c->r;
+  ms_part *mp = &r->p->parts[c->i];
+  tf_msg_register_graph_reply rb = {0};
+  tf_status dst;
+  tf_status_init(&dst);
+  if (st->code == TF_OK) tf_msg_register_graph_reply_decode(reply, &rb, &dst);
+  tf_wire_msg_free(reply);
+  pthread_mutex_lock(&r->mu);
+  if (st->code != TF_OK || dst.code != TF_OK) {
+    if (!r->failed) {
+      r->failed = true;
+      tf_status_set(&r->err, st->code != TF_OK ? st->code : dst.code,
+                    "RegisterGraph on %s: %s", r->m->tasks[mp->task].prefix,
+                    st->code != TF_OK ? st->msg : dst.msg);
+    }
+  } else {
+    mp->handle = rb.handle;
+  }
+  bool last = --r->pending == 0;
+  pthread_mutex_unlock(&r->mu);
+  free(c);
+  if (last) reg_finish(r);
+}
+
+/* Sends RegisterGraph for every partition of r->p (graphs in bufs). */
+static void reg_send(reg_ctx *r, void **bufs, size_t *lens) {
+  tf_master *m = r->m;
+  int n = r->p->n_parts;
+  r->pending = n + 1; /* the sender's own, dropped last */
+  for (int i = 0; i < n; i++) {
+    int t = r->p->parts[i].task;
+    tf_wire_header h = tf__ms_header(m, t, TF_M_REGISTER_GRAPH, r->s->handle, 0,
+                                     m->spec->rpc_timeout_ms);
+    tf_wire_writer *wr = tf_wire_writer_new(&h);
+    tf_msg_register_graph_req b = {.graph = bufs[i], .graph_len = lens[i]};
+    tf_msg_register_graph_req_encode(wr, &b);
+    nng_msg *msg = NULL;
+    tf_status st;
+    tf_status_init(&st);
+    reg_call *c = tf__xcalloc(1, sizeof *c);
+    c->r = r;
+    c->i = i;
+    if (tf_wire_finish(wr, &msg, &st) != TF_OK) {
+      reg_done(c, &st, NULL);
+      continue;
+    }
+    tf__ms_send(m, t, msg, m->spec->rpc_timeout_ms, reg_done, c);
+  }
+  pthread_mutex_lock(&r->mu);
+  bool last = --r->pending == 0;
+  pthread_mutex_unlock(&r->mu);
+  if (last) reg_finish(r);
+}
+
+/* Builds p from sig (prune under s->mu, place without it). */
+static tf_code build(tf_master *m, ms_session *s, const tf__sig *sig, ms_prepared **out,
+                     void ***bufs, size_t **lens, tf_status *st) {
   tf__pruned *pr = NULL;
-  TF_TRY(tf__prune(s->g, sig, &pr, st));
+  pthread_mutex_lock(&s->mu);
+  tf_code rc = tf__prune(s->g, sig, &pr, st);
+  pthread_mutex_unlock(&s->mu);
+  if (rc != TF_OK) return rc;
   int nf = sig->n_feeds, no = sig->n_fetches;
   ms_prepared *p = tf__xcalloc(1, sizeof *p);
   p->n_feeds = nf;
@@ -114,7 +267,7 @@ static tf_code build(tf_master *m, ms_session *s, const tf__sig *sig,
   p->n_fetches = no;
   p->fetches = tf__xcalloc((size_t)no + 1, sizeof *p->fetches);
   for (int i = 0; i < no; i++) p->fetches[i] = tf__xstrdup(sig->fetches[i].canon);
-  tf_code rc = place_and_register(m, s, pr->g, p, st);
+  rc = place(m, pr->g, p, bufs, lens, st);
   tf__pruned_free(pr);
   if (rc != TF_OK) {
     tf__ms_prepared_free(p);
@@ -124,126 +277,58 @@ static tf_code build(tf_master *m, ms_session *s, const tf__sig *sig,
   return TF_OK;
 }
 
-/* ---- RunStep -------------------------------------------------------------- */
+static void free_bufs(void **bufs, size_t *lens, int n) {
+  for (int i = 0; bufs != NULL && i < n; i++) free(bufs[i]);
+  free(bufs);
+  free(lens);
+}
 
-/* The signature's prepared partitions, built on first use. */
-static tf_code lookup(tf_master *m, ms_session *s, const tf__sig *sig,
-                      bool rebuild, ms_prepared **out, tf_status *st) {
+void tf__ms_prepare(tf_master *m, ms_session *s, const tf__sig *sig,
+                    tf__ms_prepared_fn done, void *arg) {
+  tf_status st;
+  tf_status_init(&st);
   pthread_mutex_lock(&s->mu);
-  tf_code rc = TF_OK;
-  ms_prepared *p = NULL;
-  if (s->closed) {
-    rc = tf_status_set(st, TF_FAILED_PRECONDITION, "RunStep on a closed session");
-  } else {
-    p = tf__strmap_get(&s->cache, sig->key, NULL);
-    if (p != NULL && rebuild) {
-      tf__strmap_del(&s->cache, sig->key);
-      s->retired = tf__xrealloc(s->retired, (size_t)(s->n_retired + 1) * sizeof *s->retired);
-      s->retired[s->n_retired++] = p; /* other steps may still run it */
-      p = NULL;
-    }
-    if (p == NULL) {
-      rc = build(m, s, sig, &p, st);
-      if (rc == TF_OK) tf__strmap_put(&s->cache, sig->key, p);
-    }
+  ms_prepared *p = s->closed ? NULL : tf__strmap_get(&s->cache, sig->key, NULL);
+  bool closed = s->closed;
+  pthread_mutex_unlock(&s->mu);
+  if (closed) {
+    tf_status_set(&st, TF_FAILED_PRECONDITION, "RunStep on a closed session");
+    done(arg, NULL, &st);
+    return;
+  }
+  if (p != NULL) {
+    done(arg, p, &st);
+    return;
+  }
+  void **bufs = NULL;
+  size_t *lens = NULL;
+  if (build(m, s, sig, &p, &bufs, &lens, &st) != TF_OK) {
+    done(arg, NULL, &st);
+    return;
+  }
+  reg_ctx *r = tf__xcalloc(1, sizeof *r);
+  pthread_mutex_init(&r->mu, NULL);
+  r->m = m;
+  r->s = s;
+  tf__ref_get(&s->refs); /* the caller holds one: s is alive */
+  r->key = tf__xstrdup(sig->key);
+  r->p = p;
+  r->done = done;
+  r->arg = arg;
+  int n = p->n_parts;
+  reg_send(r, bufs, lens);
+  free_bufs(bufs, lens, n);
+}
+
+void tf__ms_retire(tf_master *m, ms_session *s, const char *key, ms_prepared *stale) {
+  bool retired = false;
+  pthread_mutex_lock(&s->mu);
+  if (tf__strmap_get(&s->cache, key, NULL) == stale) {
+    tf__strmap_del(&s->cache, key);
+    s->retired = tf__xrealloc(s->retired, (size_t)(s->n_retired + 1) * sizeof *s->retired);
+    s->retired[s->n_retired++] = stale; /* other steps may still run it */
+    retired = true;
   }
   pthread_mutex_unlock(&s->mu);
-  *out = p;
-  return rc;
-}
-
-/* Feeds by sorted index, checked against the graph's types. (A feed given
- * twice was refused by tf__sig_build.) */
-static tf_code order_feeds(const ms_prepared *p, const tf__sig *sig,
-                           const tf_msg_run_step_req *r, tf_tensor **by_index,
-                           tf_status *st) {
-  for (int i = 0; i < r->n_feeds; i++) {
-    int k = sig->feed_pos[i];
-    TF_ASSERT(k >= 0 && k < p->n_feeds && by_index[k] == NULL);
-    if (r->feed_values[i]->dtype != p->feed_types[k]) {
-      return tf_status_set(st, TF_INVALID_ARGUMENT, "feed '%s': the graph "
-                           "expects %s, got a %s tensor", r->feed_names[i],
-                           tf_dtype_name(p->feed_types[k]),
-                           tf_dtype_name(r->feed_values[i]->dtype));
-    }
-    by_index[k] = r->feed_values[i];
-  }
-  return TF_OK;
-}
-
-static nng_msg *step_reply(tf_master *m, const tf_wire_msg *req, const tf__sig *sig,
-                           tf_tensor **fetched, tf_status *st) {
-  int n = sig->n_fetch_args;
-  tf_tensor **out = tf__xcalloc((size_t)n + 1, sizeof *out);
-  for (int i = 0; i < n; i++) out[i] = fetched[sig->fetch_pos[i]];
-  tf_msg_run_step_reply b = {.n_fetches = n, .fetches = out};
-  tf_wire_writer *wr = tf__ms_reply_writer(m, req);
-  tf_msg_run_step_reply_encode(wr, &b);
-  free(out);
-  nng_msg *msg = NULL;
-  tf_wire_finish(wr, &msg, st);
-  return msg;
-}
-
-static bool task_restarted(tf_master *m, const ms_prepared *p) {
-  bool any = false;
-  for (int i = 0; i < p->n_parts; i++) {
-    uint64_t inc = 0;
-    tf__ms_refresh_task(m, p->parts[i].task, m->spec->rpc_timeout_ms);
-    if (tf__ms_task_up(m, p->parts[i].task, &inc) && inc != p->parts[i].incarnation) {
-      any = true;
-    }
-  }
-  return any;
-}
-
-static nng_msg *run_signature(tf_master *m, ms_session *s, const tf_wire_msg *req,
-                              const tf_msg_run_step_req *r, const tf__sig *sig,
-                              tf_status *st) {
-  int64_t deadline_ms = req->h.deadline_ms > 0 ? req->h.deadline_ms
-                                               : m->spec->step_timeout_ms;
-  int nf = sig->n_feeds, no = sig->n_fetches;
-  nng_msg *reply = NULL;
-  for (int attempt = 0; attempt < 2 && reply == NULL; attempt++) {
-    ms_prepared *p = NULL;
-    tf_status_init(st);
-    if (lookup(m, s, sig, attempt > 0, &p, st) != TF_OK) break;
-    tf_tensor **by_index = tf__xcalloc((size_t)nf + 1, sizeof *by_index);
-    tf_tensor **fetched = tf__xcalloc((size_t)no + 1, sizeof *fetched);
-    tf_code rc = order_feeds(p, sig, r, by_index, st);
-    if (rc == TF_OK) {
-      rc = tf__ms_run_partitions(m, s, p, by_index, deadline_ms, r->trace, fetched, st);
-    }
-    if (rc == TF_OK) reply = step_reply(m, req, sig, fetched, st);
-    for (int i = 0; i < no; i++) tf_tensor_unref(fetched[i]);
-    free(fetched);
-    free(by_index);
-    if (rc != TF_ABORTED || attempt > 0 || !task_restarted(m, p)) break;
-    tf_log(LOG_WARNING, "session %016" PRIx64 ": a task restarted; registering "
-           "the step's partitions again and retrying", s->handle);
-  }
-  return reply;
-}
-
-nng_msg *tf__ms_run_step(tf_master *m, const tf_wire_msg *req, tf_status *st) {
-  tf_msg_run_step_req r;
-  if (tf_msg_run_step_req_decode(req, &r, st) != TF_OK) {
-    return NULL;
-  }
-  tf__sig sig;
-  if (tf__sig_build(&sig, r.feed_names, r.n_feeds, r.fetches, r.n_fetches,
-                    r.targets, r.n_targets, st) != TF_OK) {
-    tf_status_prefix(st, "RunStep");
-    tf_msg_run_step_req_fini(&r);
-    return NULL;
-  }
-  ms_session *s = tf__ms_session_get(m, req->h.session, st);
-  nng_msg *reply = NULL;
-  if (s != NULL) {
-    reply = run_signature(m, s, req, &r, &sig, st);
-    tf__ms_session_put(m, s);
-  }
-  tf__sig_fini(&sig);
-  tf_msg_run_step_req_fini(&r);
-  return reply;
+  if (retired) tf__ms_deregister(m, s->handle, stale);
 }

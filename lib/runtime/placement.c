@@ -1,7 +1,8 @@
 /* placement.c: assigns every node of a graph to a device (placement.h).
  * Feasible device sets per node (kernel and request), colocation groups
  * by union-find with intersected sets, the ps round-robin and default-job
- * rules for groups whose requests name no job, then a greedy list
+ * rules for groups whose requests name no job, the merging of groups that
+ * an edge dearer to cut than their work joins, then a greedy list
  * scheduler over a topological order that puts each group on the device
  * where it would finish first. */
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include "lib/runtime/placement_impl.h"
 
 #define DEFAULT_BYTES_PER_NS 1.0
-#define DEFAULT_LATENCY_NS 50000
+#define DEFAULT_LATENCY_NS 65000
 
 typedef struct placer {
   const tf_graph *g;
@@ -371,7 +372,79 @@ static int choose_device(const placer *p, const sim *s, const tf_node *v, int ro
   return best;
 }
 
-static void greedy(placer *p, const tf_place_opts *o, int *out) {
+/* ---- keeping small connected work together ------------------------------------------ */
+
+/* What cutting input k of v across devices costs: one message (the
+ * latency) plus, for a data input, its bytes at the transfer rate. */
+static int64_t edge_cost(const sim *s, const tf_node *v, int k) {
+  if (k >= v->n_inputs) {
+    return s->latency;
+  }
+  const tf_output *in = &v->inputs[k];
+  return s->latency +
+         (int64_t)((double)tf__place_output_bytes(in->node, in->index) / s->rate);
+}
+
+/* Joins the groups of roots a and b (their sets meet): the lower id stays
+ * root, with the intersected set and the summed work. */
+static void merge_groups(placer *p, sim *s, int a, int b) {
+  int r = a < b ? a : b, o = a < b ? b : a;
+  unsigned char *rr = &p->gfeas[(size_t)r * (size_t)p->nd];
+  const unsigned char *orow = &p->gfeas[(size_t)o * (size_t)p->nd];
+  for (int d = 0; d < p->nd; d++) {
+    rr[d] = (unsigned char)(rr[d] && orow[d]);
+  }
+  s->gcost[r] += s->gcost[o];
+  p->parent[o] = r;
+}
+
+/* Two groups joined by an edge gain at most the smaller one's work from
+ * running on two devices at once, while cutting the edge puts its
+ * transfer on the path between them. So, in topological order, each edge
+ * whose cost is at least the work of the smaller of its two groups joins
+ * them, when they can share a device. A small connected computation thus
+ * lands on one device, and chains of work much larger than the tensors
+ * between them stay apart, free to spread. Requests and colocation stay
+ * hard: the joined group's set is the intersection. */
+static void merge_small_work(placer *p, sim *s) {
+  for (int i = 0; i < p->n; i++) {
+    const tf_node *v = p->g->nodes[p->order[i]];
+    for (int k = 0; k < v->n_inputs + v->n_control; k++) {
+      int a = uf_find(p, in_node(v, k)->id), b = uf_find(p, v->id);
+      if (a == b) {
+        continue;
+      }
+      int64_t small = s->gcost[a] < s->gcost[b] ? s->gcost[a] : s->gcost[b];
+      if (edge_cost(s, v, k) < small ||
+          !rows_meet(p, &p->gfeas[(size_t)a * (size_t)p->nd],
+                     &p->gfeas[(size_t)b * (size_t)p->nd])) {
+        continue;
+      }
+      merge_groups(p, s, a, b);
+    }
+  }
+}
+
+/* ---- the greedy pass ---------------------------------------------------------------- */
+
+static void greedy(placer *p, sim *s) {
+  for (int k = 0; k < p->n; k++) {
+    const tf_node *v = p->g->nodes[p->order[k]];
+    int r = uf_find(p, v->id);
+    if (s->gdev[r] < 0) {
+      s->gdev[r] = choose_device(p, s, v, r);
+    }
+    int d = s->gdev[r];
+    int64_t start = inputs_ready(p, s, v, d);
+    start = s->busy[d] > start ? s->busy[d] : start;
+    s->fin[v->id] = start + s->cost[v->id];
+    s->busy[d] = s->fin[v->id];
+    s->out[v->id] = d;
+  }
+}
+
+/* Node costs and group totals, then merging and the greedy pass. */
+static void simulate(placer *p, const tf_place_opts *o, int *out) {
   size_t n = (size_t)p->n;
   sim s = {.busy = tf__xcalloc((size_t)p->nd + 1, sizeof(int64_t)),
            .fin = tf__xcalloc(n + 1, sizeof(int64_t)),
@@ -388,19 +461,8 @@ static void greedy(placer *p, const tf_place_opts *o, int *out) {
     s.gdev[i] = -1;
     out[i] = -1;
   }
-  for (size_t k = 0; k < n; k++) {
-    const tf_node *v = p->g->nodes[p->order[k]];
-    int r = uf_find(p, v->id);
-    if (s.gdev[r] < 0) {
-      s.gdev[r] = choose_device(p, &s, v, r);
-    }
-    int d = s.gdev[r];
-    int64_t start = inputs_ready(p, &s, v, d);
-    start = s.busy[d] > start ? s.busy[d] : start;
-    s.fin[v->id] = start + s.cost[v->id];
-    s.busy[d] = s.fin[v->id];
-    out[v->id] = d;
-  }
+  merge_small_work(p, &s);
+  greedy(p, &s);
   free(s.busy);
   free(s.fin);
   free(s.cost);
@@ -457,7 +519,7 @@ tf_code tf_place(const tf_graph *g, const tf_place_device *devs, int n_devs,
   }
   if (rc == TF_OK) {
     apply_defaults(&p, o);
-    greedy(&p, o, out);
+    simulate(&p, o, out);
   }
   placer_fini(&p);
   return rc;

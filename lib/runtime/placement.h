@@ -12,7 +12,16 @@
  *    output, e.g. VariableV2) with no request go round-robin over the ps
  *    job's tasks (in first-appearance order); other unconstrained groups
  *    are restricted to the default job (when the cluster has it).
- * 4. Greedy simulated placement: in topological order each group goes to
+ * 4. Small connected work stays together: in topological order, an edge
+ *    whose transfer cost (latency + bytes / rate; a control edge is the
+ *    latency alone) is at least the work of the smaller of the two groups
+ *    it joins merges them, when their feasible sets meet (the merged set
+ *    is the intersection, so requests and colocation still hold). Running
+ *    the two groups on two devices could save at most the smaller one's
+ *    work, and cutting the edge would cost the transfer; so a 2x2 MatMul
+ *    of two Consts lands on one task, while chains of MatMuls that take
+ *    far longer than moving their tensors stay separate groups.
+ * 5. Greedy simulated placement: in topological order each group goes to
  *    its feasible device with the earliest simulated finish time, given the
  *    time each device is busy and the transfer time of inputs from other
  *    devices. Node costs are the measured mean times from earlier steps
@@ -45,7 +54,8 @@ typedef struct tf_place_opts {
   const char *ps_job;      /* "ps"; NULL: none */
   const tf_cost_model *costs; /* NULL: static estimates only */
   double bytes_per_ns;     /* cross-device transfer rate; 0: 1.0 (1 GB/s) */
-  int64_t transfer_latency_ns; /* per cross-device edge; 0: 50000 */
+  /* per cross-device edge; 0: 65000 (a loopback RPC round trip) */
+  int64_t transfer_latency_ns;
 } tf_place_opts;
 
 /* Fills out[node->id] (g's node ids) with an index into devs. Errors name

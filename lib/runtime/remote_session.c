@@ -3,8 +3,15 @@
  * the graph copy and hands new nodes here; this file turns them and every
  * call into master-service requests (docs/wire.md). Registered with
  * lib/core's session through tf__session_set_remote_ops when the library
- * loads, so lib/core knows no transport. */
+ * loads, so lib/core knows no transport.
+ *
+ * Keep-alive: the master closes a session that no request refreshed for
+ * its limits.session_ttl_ms (sent in the CreateSession reply). While the
+ * session is open a thread of its own sends KeepAlive every TTL/3, so a
+ * client that dies loses its session (and its steps) within the TTL. */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +32,12 @@ typedef struct remote {
   uint64_t session;
   char *target;
   int64_t control_ms; /* control calls (create, extend, close, reset) */
+  int64_t ttl_ms;     /* the master's session TTL; 0: unknown (no keep-alive) */
+  pthread_t ka;       /* the keep-alive thread, while ka_on */
+  bool ka_on;
+  bool ka_stop;       /* under ka_mu */
+  pthread_mutex_t ka_mu;
+  pthread_cond_t ka_cv;
 } remote;
 
 /* A request from this client (from "") to the master. */
@@ -58,6 +71,46 @@ static tf_code pack_graph(tf_wire_writer *wr, const tf_graph *g, int from,
   return TF_OK;
 }
 
+/* Sends KeepAlive every ttl/3 until told to stop. A failed KeepAlive is
+ * retried at the next period; the step or call that follows reports a
+ * session the master has dropped. */
+static void *keep_alive_main(void *arg) {
+  remote *r = arg;
+  int64_t period = r->ttl_ms / 3 > 0 ? r->ttl_ms / 3 : 1;
+  pthread_mutex_lock(&r->ka_mu);
+  while (!r->ka_stop) {
+    int64_t until = tf__now_ns() + period * 1000000;
+    while (!r->ka_stop && tf__now_ns() < until) {
+      tf__cond_wait_ms(&r->ka_cv, &r->ka_mu, (until - tf__now_ns()) / 1000000 + 1);
+    }
+    if (r->ka_stop) break;
+    pthread_mutex_unlock(&r->ka_mu);
+    tf_wire_writer *wr = request(r, TF_M_KEEP_ALIVE, period);
+    tf_status st;
+    tf_status_init(&st);
+    tf_wire_msg_free(call(r, wr, period, &st));
+    pthread_mutex_lock(&r->ka_mu);
+  }
+  pthread_mutex_unlock(&r->ka_mu);
+  return NULL;
+}
+
+static void keep_alive_start(remote *r) {
+  pthread_mutex_init(&r->ka_mu, NULL);
+  pthread_cond_init(&r->ka_cv, NULL);
+  r->ka_on = r->ttl_ms > 0 && pthread_create(&r->ka, NULL, keep_alive_main, r) == 0;
+}
+
+static void keep_alive_stop(remote *r) {
+  if (!r->ka_on) return;
+  pthread_mutex_lock(&r->ka_mu);
+  r->ka_stop = true;
+  pthread_cond_broadcast(&r->ka_cv);
+  pthread_mutex_unlock(&r->ka_mu);
+  pthread_join(r->ka, NULL); /* its call is bounded by ttl/3 */
+  r->ka_on = false;
+}
+
 static void *r_open(const char *target, int64_t rpc_timeout_ms, tf_status *st) {
   remote *r = tf__xcalloc(1, sizeof *r);
   r->target = tf__xstrdup(target);
@@ -81,7 +134,9 @@ static void *r_open(const char *target, int64_t rpc_timeout_ms, tf_status *st) {
     return NULL;
   }
   r->session = rb.session;
+  r->ttl_ms = rb.session_ttl_ms;
   tf_wire_msg_free(reply);
+  keep_alive_start(r);
   return r;
 }
 
@@ -153,6 +208,7 @@ static tf_code r_reset(void *impl, const char *const *containers, int n,
 static tf_code r_close(void *impl, tf_status *st) {
   remote *r = impl;
   if (r->session == 0) return TF_OK;
+  keep_alive_stop(r);
   tf_wire_writer *wr = request(r, TF_M_CLOSE_SESSION, r->control_ms);
   tf_wire_msg *reply = call(r, wr, r->control_ms, st);
   tf_wire_msg_free(reply);
@@ -163,6 +219,9 @@ static tf_code r_close(void *impl, tf_status *st) {
 static void r_free(void *impl) {
   remote *r = impl;
   if (r == NULL) return;
+  keep_alive_stop(r);
+  pthread_mutex_destroy(&r->ka_mu);
+  pthread_cond_destroy(&r->ka_cv);
   tf_rpc_client_free(r->c);
   free(r->target);
   free(r);

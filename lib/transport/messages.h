@@ -189,6 +189,9 @@ void tf_msg_create_session_req_fini(tf_msg_create_session_req *m);
 /* CreateSession reply {session: u64}. */
 typedef struct tf_msg_create_session_reply {
   uint64_t session;
+  /* limits.session_ttl_ms: the session ends when no request (KeepAlive
+   * included) refreshes it for this long. Optional (0: absent). */
+  int64_t session_ttl_ms;
 } tf_msg_create_session_reply;
 void tf_msg_create_session_reply_encode(tf_wire_writer *w,
                                         const tf_msg_create_session_reply *m);

@@ -43,6 +43,7 @@ const char *tf_method_name(int method) {
   case TF_M_LIST_DEVICES: return "ListDevices";
   case TF_M_RESET: return "Reset";
   case TF_M_CLUSTER_STATUS: return "ClusterStatus";
+  case TF_M_KEEP_ALIVE: return "KeepAlive";
   default: return "unknown";
   }
 }

@@ -46,6 +46,7 @@ typedef enum tf_method {
   TF_M_LIST_DEVICES = 36,
   TF_M_RESET = 37,
   TF_M_CLUSTER_STATUS = 38, /* the master's view of every task (tfctl health) */
+  TF_M_KEEP_ALIVE = 39,     /* session (header), nil body: refreshes the session */
 } tf_method;
 
 /* The method's name ("RunGraph"), or "unknown". */

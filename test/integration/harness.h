@@ -34,6 +34,7 @@ typedef struct th_opts {
   /* YAML appended to the spec as written (e.g. "limits:\n  max_steps: 8\n");
    * NULL: none. */
   const char *extra_yaml;
+  int64_t session_ttl_ms; /* limits.session_ttl_ms; 0: the spec's default */
 } th_opts;
 
 th_opts th_default_opts(void);

@@ -74,15 +74,22 @@ typedef void (*tf_exec_done_fn)(void *arg, const tf_status *st);
 /* Starts a step. *step must stay valid (and its cancel object alive) until
  * done(arg, status) has been called, exactly once, from any thread (maybe
  * before this returns). trace, when not NULL, collects one entry per node
- * run; it is written only until done is called. */
+ * run; it is written only until done is called.
+ *
+ * deadline_ns (CLOCK_MONOTONIC as tf__now_ns, 0 = none): when it passes,
+ * the step is cancelled with DEADLINE_EXCEEDED, whose message names the
+ * deadline (in ms after the start), how many nodes were running or ready
+ * and the node that started last. No node starts after that; kernels that
+ * wait on the step's cancel (queues, _Recv, reader requests) are woken; a
+ * kernel that is computing finishes first, so the step ends within one
+ * kernel's run of the deadline (kernels are not interrupted). done is
+ * called only after the deadline's cancellation has returned, so the
+ * caller may free step->cancel in done. step->cancel must be fresh. */
 void tf_executor_run_async(tf_executor *e, tf_step_ctx *step,
-                           tf_exec_trace *trace, tf_exec_done_fn done,
-                           void *arg);
+                           tf_exec_trace *trace, int64_t deadline_ns,
+                           tf_exec_done_fn done, void *arg);
 
-/* Runs a step and waits. deadline_ns (CLOCK_MONOTONIC, 0 = none): when it
- * passes, the step is cancelled with DEADLINE_EXCEEDED; the call returns
- * once every running kernel has returned. step->cancel is used for the
- * deadline, so it must be fresh for each step. */
+/* Runs a step as tf_executor_run_async does and waits for it. */
 tf_code tf_executor_run(tf_executor *e, tf_step_ctx *step,
                         tf_exec_trace *trace, int64_t deadline_ns,
                         tf_status *st);

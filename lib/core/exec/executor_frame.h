@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "lib/core/base/refcount.h"
+#include "lib/core/base/timer.h"
 #include "lib/core/exec/executor_impl.h"
 #include "lib/core/framework/resource.h"
 
@@ -73,7 +75,18 @@ typedef struct exec_step {
   tf_exec_trace *trace;
   tf_exec_done_fn done;
   void *done_arg;
-  int64_t deadline_ns;
+  int64_t start_ns;
+  int64_t deadline_ns;        /* 0: none */
+  /* The deadline's timer (armed when deadline_ns is set) and the step's
+   * two owners: the graph (dropped when no node is ready or running) and
+   * the armed timer (dropped by its callback, or by whoever disarms it).
+   * The last one ends the step, so a deadline's cancellation has returned
+   * before the caller learns the outcome and frees the cancel object. */
+  tf_timer_entry timer;
+  tf__refcount owners;
+  _Atomic bool graph_done;
+  _Atomic int32_t last_started; /* item of the node that started last, -1
+                                 * (kept only when there is a deadline) */
   pthread_mutex_t mu;
   int64_t outstanding;        /* ready or running nodes, all frames
                                * (atomic builtins when e->simple) */

@@ -8,21 +8,22 @@
  * to the runner. A node reads its input slots without the lock: they were
  * filled before it became ready and nobody else touches them. The step
  * ends when no node is ready or running; cancellation (its reason is the
- * step's first error) is polled before each node, and so is the deadline:
- * a thread may run a whole small graph inline without ever reaching the
- * caller's timed wait, so the clock is read before every node of a step
- * that has a deadline. It is the coarse clock (the same timeline, one
- * scheduler tick of resolution, a few ns to read), so the check costs
- * little next to a node's mutex and is late by at most a tick. */
-#include <errno.h>
+ * step's first error) is polled before each node.
+ *
+ * A deadline is one timer (lib/core/base/timer.h) armed when the step
+ * starts, for every way of running it (tf_executor_run or _run_async, with
+ * or without a runner, any graph size): at the deadline the timer thread
+ * cancels the step with DEADLINE_EXCEEDED, which stops the ready loops
+ * before their next node and wakes every kernel waiting on the step's
+ * cancel (queues, _Recv). The step therefore ends within one kernel's run
+ * of its deadline; a single kernel that runs longer cannot be interrupted.
+ * The ready loop itself reads no clock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lib/core/exec/executor_frame.h"
 #include "lib/core/graph/graph_impl.h"
-#include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 
 #define STACK_OUTPUTS 8
@@ -37,8 +38,10 @@ static int my_thread_no(void) {
 
 static void process(exec_step *s, tagged first);
 
-/* Ends the step: frees what is left and reports. No node is running. */
-static void finish_step(exec_step *s) {
+/* Ends the step: frees what is left and reports. No node is running and
+ * the deadline's timer is disarmed or its callback has returned. */
+static void finish_step(void *step) {
+  exec_step *s = step;
   tf_status st;
   tf_cancel_reason(s->ctx->cancel, &st);
   tf__frame_free_all(s);
@@ -47,6 +50,20 @@ static void finish_step(exec_step *s) {
   pthread_mutex_destroy(&s->mu);
   free(s);
   done(arg, &st);
+}
+
+/* No node is ready or running: the graph drops its hold on the step, and
+ * the timer's too when it is disarmed before firing. */
+static void graph_finished(exec_step *s) {
+  if (s->deadline_ns == 0) { /* no timer was armed: the graph is the owner */
+    finish_step(s);
+    return;
+  }
+  atomic_store_explicit(&s->graph_done, true, memory_order_release);
+  if (tf__timer_stop(&s->timer)) {
+    TF_ASSERT(!tf__ref_drop(&s->owners)); /* the graph's is still held */
+  }
+  tf__ref_put(&s->owners, finish_step, s);
 }
 
 /* The first error of the step wins; it cancels everything else. */
@@ -139,7 +156,7 @@ static void complete_simple(exec_step *s, const tagged *t, tf_tensor **ot,
   int64_t left = __atomic_add_fetch(&s->outstanding, ready->n - 1, __ATOMIC_ACQ_REL);
   if (left == 0) {
     TF_ASSERT(ready->n == 0);
-    finish_step(s);
+    graph_finished(s);
   }
 }
 
@@ -163,7 +180,7 @@ static void complete_node(exec_step *s, const tagged *t, tf_tensor **ot,
   unref_outputs(ot, orr, n_out);
   if (last) {
     TF_ASSERT(ready->n == 0);
-    finish_step(s);
+    graph_finished(s);
   }
 }
 
@@ -337,6 +354,9 @@ static void run_node(exec_step *s, const tagged *t, ready_list *stack,
   int64_t t0 = 0;
   /* Dead nodes skip their kernel, except dead-aware ones (_Send). */
   if ((!t->dead || (it->flags & IT_DEAD_AWARE)) && !aborted(s)) {
+    if (s->deadline_ns != 0) {
+      atomic_store_explicit(&s->last_started, t->item, memory_order_relaxed);
+    }
     if (it->flags & IT_ASYNC) {
       launch_async(s, it, t, stack);
       goto out;
@@ -371,30 +391,73 @@ out:
   }
 }
 
-/* CLOCK_MONOTONIC at tick resolution (never ahead of tf__now_ns). */
-static int64_t coarse_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void process(exec_step *s, tagged first) {
   ready_list stack, ready;
   tf__ready_init(&stack);
   tf__ready_init(&ready);
   tf__ready_push(&stack, first);
-  int64_t deadline = s->deadline_ns;
   while (stack.n > 0) {
     tagged t = stack.v[--stack.n];
-    if (deadline != 0 && coarse_now_ns() > deadline) {
-      tf_cancel_start(s->ctx->cancel, TF_DEADLINE_EXCEEDED, "the step ran past "
-                      "its deadline");
-      deadline = 0;
-    }
     run_node(s, &t, &stack, &ready);
   }
   tf__ready_fini(&stack);
   tf__ready_fini(&ready);
+}
+
+/* ---- deadlines ----------------------------------------------------------- */
+
+/* What DEADLINE_EXCEEDED says: the deadline, relative to the step's start,
+ * how many nodes were running (waiting included) or ready, and the node
+ * that started last. */
+static void deadline_message(exec_step *s, char *buf, size_t n) {
+  pthread_mutex_lock(&s->mu); /* outstanding is locked when not simple */
+  long long busy = (long long)__atomic_load_n(&s->outstanding, __ATOMIC_ACQUIRE);
+  pthread_mutex_unlock(&s->mu);
+  int64_t after_ns = s->deadline_ns - s->start_ns;
+  int len = after_ns <= 0
+                ? snprintf(buf, n, "the step's deadline had passed %.1f ms before "
+                           "it started", (double)-after_ns / 1e6)
+                : snprintf(buf, n, "the step ran past its deadline (%lld ms after "
+                           "it started) with %lld node%s running or ready",
+                           (long long)((after_ns + 500000) / 1000000), busy,
+                           busy == 1 ? "" : "s");
+  int32_t last = atomic_load_explicit(&s->last_started, memory_order_relaxed);
+  if (after_ns <= 0 || len <= 0 || (size_t)len >= n) return;
+  if (last < 0) {
+    snprintf(buf + len, n - (size_t)len, "; no node had started");
+  } else {
+    const tf_node *nd = s->e->items[last].node;
+    snprintf(buf + len, n - (size_t)len, "; the last to start was '%s' (%s)",
+             nd->name, nd->op->name);
+  }
+}
+
+/* The timer's callback: cancels the step unless its graph has finished,
+ * then drops the timer's hold (which may end the step here). */
+static void on_deadline(void *arg) {
+  exec_step *s = arg;
+  if (!atomic_load_explicit(&s->graph_done, memory_order_acquire)) {
+    char msg[600];
+    deadline_message(s, msg, sizeof msg);
+    tf_cancel_start(s->ctx->cancel, TF_DEADLINE_EXCEEDED, msg);
+  }
+  tf__ref_put(&s->owners, finish_step, s);
+}
+
+/* Arms the deadline (the timer holds the step), or cancels at once when it
+ * has passed already. */
+static void arm_deadline(exec_step *s) {
+  tf__timer_entry_init(&s->timer);
+  if (s->deadline_ns == 0) return;
+  if (s->deadline_ns <= s->start_ns) {
+    char msg[600];
+    deadline_message(s, msg, sizeof msg);
+    tf_cancel_start(s->ctx->cancel, TF_DEADLINE_EXCEEDED, msg);
+    s->deadline_ns = 0;
+    return;
+  }
+  tf__ref_get(&s->owners);
+  tf__timer_start(&s->timer, s->deadline_ns, on_deadline, s);
 }
 
 static void run_async(tf_executor *e, tf_step_ctx *step, tf_exec_trace *trace,
@@ -405,11 +468,17 @@ static void run_async(tf_executor *e, tf_step_ctx *step, tf_exec_trace *trace,
   s->trace = trace;
   s->done = done;
   s->done_arg = arg;
+  s->start_ns = deadline_ns != 0 ? tf__now_ns() : 0; /* only for the deadline */
   s->deadline_ns = deadline_ns;
+  tf__ref_init(&s->owners, 1);
+  atomic_init(&s->graph_done, false);
+  atomic_init(&s->last_started, -1);
   pthread_mutex_init(&s->mu, NULL);
   s->root = tf__frame_new(s, 0, NULL, NULL);
   if (e->n_roots == 0) {
-    finish_step(s);
+    tf__timer_entry_init(&s->timer);
+    s->deadline_ns = 0;
+    graph_finished(s);
     return;
   }
   ready_list first;
@@ -421,6 +490,7 @@ static void run_async(tf_executor *e, tf_step_ctx *step, tf_exec_trace *trace,
   s->outstanding = e->n_roots;
   s->root->iters[0]->outstanding_ops = e->n_roots;
   pthread_mutex_unlock(&s->mu);
+  arm_deadline(s); /* no node has run: the graph holds the step */
   /* Roots run here; cheap ones inline, others spread by distribute. */
   ready_list stack;
   tf__ready_init(&stack);
@@ -431,9 +501,9 @@ static void run_async(tf_executor *e, tf_step_ctx *step, tf_exec_trace *trace,
 }
 
 void tf_executor_run_async(tf_executor *e, tf_step_ctx *step,
-                           tf_exec_trace *trace, tf_exec_done_fn done,
-                           void *arg) {
-  run_async(e, step, trace, 0, done, arg);
+                           tf_exec_trace *trace, int64_t deadline_ns,
+                           tf_exec_done_fn done, void *arg) {
+  run_async(e, step, trace, deadline_ns, done, arg);
 }
 
 typedef struct sync_wait {
@@ -456,28 +526,11 @@ tf_code tf_executor_run(tf_executor *e, tf_step_ctx *step, tf_exec_trace *trace,
                         int64_t deadline_ns, tf_status *st) {
   sync_wait w = {.done = false};
   pthread_mutex_init(&w.mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&w.cv, &ca);
-  pthread_condattr_destroy(&ca);
+  pthread_cond_init(&w.cv, NULL);
   run_async(e, step, trace, deadline_ns, sync_done, &w);
+  /* The step's own timer enforces the deadline; this wait needs none. */
   pthread_mutex_lock(&w.mu);
-  while (!w.done) {
-    if (deadline_ns == 0) {
-      pthread_cond_wait(&w.cv, &w.mu);
-      continue;
-    }
-    struct timespec ts = {(time_t)(deadline_ns / 1000000000),
-                          (long)(deadline_ns % 1000000000)};
-    if (pthread_cond_timedwait(&w.cv, &w.mu, &ts) == ETIMEDOUT && !w.done) {
-      pthread_mutex_unlock(&w.mu);
-      tf_cancel_start(step->cancel, TF_DEADLINE_EXCEEDED, "the step ran past "
-                      "its deadline");
-      deadline_ns = 0;
-      pthread_mutex_lock(&w.mu);
-    }
-  }
+  while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
   pthread_mutex_unlock(&w.mu);
   pthread_mutex_destroy(&w.mu);
   pthread_cond_destroy(&w.cv);

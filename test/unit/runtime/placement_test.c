@@ -2,7 +2,10 @@
  * wildcard requests, the default job, variables round-robin over the ps
  * tasks with their updates colocated, loc:@ colocation, _Arg/_Retval
  * colocation, conflicting and unsatisfiable requests, the cost model
- * moving an expensive node, determinism, and the topological order. */
+ * moving an expensive node, small connected work kept on one task (a 2x2
+ * MatMul of two Consts is one partition) while big independent chains
+ * spread, pinned nodes staying pinned, determinism, and the topological
+ * order. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,7 @@
 #include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/framework/kernel.h"
+#include "lib/runtime/partition.h"
 #include "lib/runtime/placement.h"
 #include "lib/runtime/placement_impl.h"
 #include "test/unit/testutil.h"
@@ -248,8 +252,9 @@ END_TEST
 
 /* Two MatMuls on one input, over two idle workers. Statically each takes
  * ~52 us (2 * 64^3 flops at 10 GFLOP/s) and moving the 16 KiB input costs
- * 50 us + 16 us, so both stay with the input on w0. Measured at 10 ms
- * each, the second would wait 10 ms on w0, so it moves to w1. */
+ * 65 us + 16 us, more than either's work, so the edges join them to the
+ * input on w0. Measured at 10 ms each, the second would wait 10 ms on w0,
+ * far more than the transfer, so it moves to w1. */
 START_TEST(test_cost_model_moves_node) {
   tf_graph *g = tf_graph_new();
   tf_node *x = tt_const(g, "x", tt_rand(TF_FLOAT32, tf_shape_of(2, 64, 64), -1, 1));
@@ -281,6 +286,196 @@ START_TEST(test_cost_model_moves_node) {
   place_ok(g, two, 2, &o, out);
   ck_assert_int_eq(dev_of(g, out, "mm2"), 0);
   tf_cost_model_free(cm);
+  tf_graph_free(g);
+}
+END_TEST
+
+/* ---- small connected work on one task; big independent work spread --------- */
+
+static const tf_place_device two_workers[] = {{W0, "CPU"}, {W1, "CPU"}};
+static const tf_place_opts worker_only = {.default_job = "worker"};
+
+static tf_node *matrix(tf_graph *g, const char *name, int n, const char *device) {
+  tf_tensor *t = tt_rand(TF_FLOAT32, tf_shape_of(2, n, n), -1, 1);
+  tf_attr_kv a[] = {{"value", tf_attr_tensor(t)}, {"dtype", tf_attr_type_v(TF_FLOAT32)}};
+  tf_node *c = dnode(g, "Const", name, NULL, 0, a, 2, device, NULL);
+  tf_tensor_unref(t);
+  return c;
+}
+
+/* n MatMul(prev, x) from x, named <prefix>0..; returns the last. */
+static tf_node *mm_chain(tf_graph *g, const char *prefix, tf_node *x, int n) {
+  tf_node *cur = x;
+  for (int i = 0; i < n; i++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "%s%d", prefix, i);
+    cur = dnode(g, "MatMul", nm, (tf_output[]){{cur, 0}, {x, 0}}, 2, NULL, 0, NULL, NULL);
+  }
+  return cur;
+}
+
+/* The partitions of g as placed in out, over two_workers: their count. */
+static int n_partitions(const tf_graph *g, const int *out) {
+  uint64_t incs[2] = {1, 2};
+  tf_partition *parts = NULL;
+  int np = 0;
+  tf_status st;
+  ck_assert_msg(tf_partition_graph(g, out, two_workers, incs, 2, &parts, &np, &st) == TF_OK,
+                "%s", st.msg);
+  tf_partitions_free(parts, np);
+  return np;
+}
+
+/* The 2x2 MatMul of two Consts (each 1 us of work; cutting either edge
+ * costs 65 us) is one group on one task and one partition, over two idle
+ * workers and over the whole cluster alike; so is a fan of cheap nodes on
+ * one small input, and a chain joined only by control edges (a control
+ * edge across tasks is a message too). The greedy alone used to put the
+ * second Const on the idle w1 and split the MatMul across the tasks. */
+START_TEST(test_small_work_one_task) {
+  tf_graph *g = tf_graph_new();
+  tf_node *a = matrix(g, "a", 2, NULL), *b = matrix(g, "b", 2, NULL);
+  dnode(g, "MatMul", "mm", (tf_output[]){{a, 0}, {b, 0}}, 2, NULL, 0, NULL, NULL);
+  int out[8];
+  place_ok(g, two_workers, 2, &worker_only, out);
+  ck_assert_int_eq(dev_of(g, out, "a"), dev_of(g, out, "mm"));
+  ck_assert_int_eq(dev_of(g, out, "b"), dev_of(g, out, "mm"));
+  ck_assert_int_eq(n_partitions(g, out), 1);
+  place_ok(g, cluster, NDEV, &worker_ps, out);
+  ck_assert_int_eq(dev_of(g, out, "a"), dev_of(g, out, "mm"));
+  ck_assert_int_eq(dev_of(g, out, "b"), dev_of(g, out, "mm"));
+  ck_assert_int_ge(dev_of(g, out, "mm"), 2);
+  tf_graph_free(g);
+
+  g = tf_graph_new();
+  tf_node *x = matrix(g, "x", 4, NULL);
+  for (int i = 0; i < 16; i++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "neg%d", i);
+    dnode(g, "Neg", nm, (tf_output[]){{x, 0}}, 1, NULL, 0, NULL, NULL);
+  }
+  tf_node *prev = cnst_on(g, "c0", NULL, 1);
+  for (int i = 1; i < 8; i++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "c%d", i);
+    tf_node_builder *nb = tf_node_begin(g, "NoOp", nm);
+    tf_node_add_control_input(nb, prev);
+    tf_status st;
+    prev = tf_node_finish(nb, &st);
+    ck_assert_msg(prev != NULL, "%s", st.msg);
+  }
+  int out2[64];
+  place_ok(g, two_workers, 2, &worker_only, out2);
+  for (int i = 0; i < 16; i++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "neg%d", i);
+    ck_assert_int_eq(dev_of(g, out2, nm), dev_of(g, out2, "x"));
+  }
+  for (int i = 1; i < 8; i++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "c%d", i);
+    ck_assert_int_eq(dev_of(g, out2, nm), dev_of(g, out2, "c0"));
+  }
+  tf_graph_free(g);
+}
+END_TEST
+
+/* Two chains of 1024x1024 MatMuls (each ~215 ms statically, 2 * 1024^3
+ * flops at 10 GFLOP/s; moving a 4 MiB result costs 65 us + 4.2 ms): the
+ * edges inside a chain cost far less than the work on either side, so the
+ * chains stay separate groups and the greedy runs them on both tasks at
+ * once, each chain whole on one task (its Const joins it: the Const's own
+ * work, 0.8 ms, is less than the cut). Sharing one 1024x1024 input does
+ * not join them either: the input goes with the first chain and is sent
+ * to the second. With 2x2 matrices the same shapes of graph are cheap
+ * next to any transfer, and the shared-input version is one task. */
+START_TEST(test_big_chains_spread) {
+  for (int shared = 0; shared < 2; shared++) {
+    tf_graph *g = tf_graph_new();
+    tf_node *x1 = matrix(g, "x1", 1024, NULL);
+    tf_node *x2 = shared ? x1 : matrix(g, "x2", 1024, NULL);
+    mm_chain(g, "a", x1, 6);
+    mm_chain(g, "b", x2, 6);
+    int out[32];
+    place_ok(g, two_workers, 2, &worker_only, out);
+    int da = dev_of(g, out, "a0"), db = dev_of(g, out, "b0");
+    ck_assert_msg(da != db, "shared %d: both chains on device %d", shared, da);
+    for (int i = 0; i < 6; i++) {
+      char nm[8];
+      snprintf(nm, sizeof nm, "a%d", i);
+      ck_assert_int_eq(dev_of(g, out, nm), da);
+      snprintf(nm, sizeof nm, "b%d", i);
+      ck_assert_int_eq(dev_of(g, out, nm), db);
+    }
+    ck_assert_int_eq(dev_of(g, out, "x1"), da);
+    if (!shared) {
+      ck_assert_int_eq(dev_of(g, out, "x2"), db);
+    }
+    ck_assert_int_eq(n_partitions(g, out), 2);
+    tf_graph_free(g);
+  }
+  tf_graph *g = tf_graph_new();
+  tf_node *x = matrix(g, "x", 2, NULL);
+  mm_chain(g, "a", x, 6);
+  mm_chain(g, "b", x, 6);
+  int out[32];
+  place_ok(g, two_workers, 2, &worker_only, out);
+  for (int i = 0; i < tf_graph_num_nodes(g); i++) {
+    ck_assert_int_eq(out[i], out[0]);
+  }
+  tf_graph_free(g);
+}
+END_TEST
+
+/* Pinned nodes stay where they are pinned, even when the cost model would
+ * rather keep their work together: a 2x2 MatMul of a Const pinned to w1
+ * and one pinned to w0 runs on w1 (its first input's group; the other
+ * Const cannot join) with b sent from w0; unpinned small producers of a
+ * pinned consumer go to its task; a pinned ps Const is not pulled onto a
+ * worker, nor its consumer onto the ps task. */
+START_TEST(test_pins_respected) {
+  tf_graph *g = tf_graph_new();
+  tf_node *a = matrix(g, "a", 2, "/job:worker/task:1");
+  tf_node *b = matrix(g, "b", 2, "/job:worker/task:0");
+  dnode(g, "MatMul", "mm", (tf_output[]){{a, 0}, {b, 0}}, 2, NULL, 0, NULL, NULL);
+  tf_node *c = matrix(g, "c", 2, NULL), *d = matrix(g, "d", 2, NULL);
+  dnode(g, "MatMul", "mm_pinned", (tf_output[]){{c, 0}, {d, 0}}, 2, NULL, 0,
+        "/job:worker/task:0", NULL);
+  tf_node *p = matrix(g, "p", 2, "/job:ps/task:1");
+  dnode(g, "Neg", "after_ps", (tf_output[]){{p, 0}}, 1, NULL, 0, NULL, NULL);
+  int out[32];
+  place_ok(g, cluster, NDEV, &worker_ps, out);
+  ck_assert_int_eq(dev_of(g, out, "a"), 3);
+  ck_assert_int_eq(dev_of(g, out, "b"), 2);
+  ck_assert_int_eq(dev_of(g, out, "mm"), 3);
+  ck_assert_int_eq(dev_of(g, out, "mm_pinned"), 2);
+  ck_assert_int_eq(dev_of(g, out, "c"), 2);
+  ck_assert_int_eq(dev_of(g, out, "d"), 2);
+  ck_assert_int_eq(dev_of(g, out, "p"), 1);
+  ck_assert_int_ge(dev_of(g, out, "after_ps"), 2); /* the default job */
+  tf_graph_free(g);
+
+  /* Big chains whose inputs are both pinned to w1 and whose end is pinned
+   * to w0: the pins hold, and the unpinned middle still spreads. */
+  g = tf_graph_new();
+  tf_node *x1 = matrix(g, "x1", 1024, "/job:worker/task:1");
+  tf_node *x2 = matrix(g, "x2", 1024, "/job:worker/task:1");
+  mm_chain(g, "a", x1, 3);
+  mm_chain(g, "b", x2, 3);
+  tf_node_builder *nb = tf_node_begin(g, "Neg", "pinned_end");
+  tf_node_add_input(nb, (tf_output){tf_graph_find(g, "b2"), 0});
+  tf_node_set_device(nb, "/job:worker/task:0");
+  tf_status st;
+  ck_assert_msg(tf_node_finish(nb, &st) != NULL, "%s", st.msg);
+  place_ok(g, two_workers, 2, &worker_only, out);
+  ck_assert_int_eq(dev_of(g, out, "x1"), 1);
+  ck_assert_int_eq(dev_of(g, out, "x2"), 1);
+  ck_assert_int_eq(dev_of(g, out, "pinned_end"), 0);
+  int used[2] = {0, 0};
+  for (int i = 0; i < tf_graph_num_nodes(g); i++) {
+    used[out[i]]++;
+  }
+  ck_assert(used[0] > 1 && used[1] > 2);
   tf_graph_free(g);
 }
 END_TEST
@@ -351,9 +546,11 @@ START_TEST(test_deterministic) {
     }
     used[o1[i]]++;
   }
-  for (int d = 0; d < NDEV; d++) {
-    ck_assert_int_gt(used[d], 0);
-  }
+  /* Tensors of 8x8 cost more to move than any node's work, so connected
+   * nodes share a device where their requests allow: not every device is
+   * used, but both jobs are (some nodes request each). */
+  ck_assert_int_gt(used[0] + used[1], 0);
+  ck_assert_int_gt(used[2] + used[3], 0);
   free(o1);
   free(o2);
   free(o3);
@@ -403,6 +600,9 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_conflicts);
   tcase_add_test(tc, test_no_device);
   tcase_add_test(tc, test_cost_model_moves_node);
+  tcase_add_test(tc, test_small_work_one_task);
+  tcase_add_test(tc, test_big_chains_spread);
+  tcase_add_test(tc, test_pins_respected);
   tcase_add_test(tc, test_deterministic);
   tcase_add_test(tc, test_topo_order);
   suite_add_tcase(s, tc);

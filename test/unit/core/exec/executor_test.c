@@ -238,7 +238,7 @@ START_TEST(test_empty_graph) {
     step_fini(&s);
     step_init(&s, 0, 0);
     async_done_arg d = {0};
-    tf_executor_run_async(e, &s.ctx, NULL, on_done, &d);
+    tf_executor_run_async(e, &s.ctx, NULL, 0, on_done, &d);
     int64_t end = tf__now_ns() + 10LL * 1000000000;
     while (atomic_load(&d.calls) == 0 && tf__now_ns() < end) {
     }

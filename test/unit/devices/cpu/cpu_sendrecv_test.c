@@ -5,7 +5,8 @@
  * the untaken branch of a Switch on A arrives dead on B and makes B's
  * consumer dead (its _Retval stays unset while a Merge passes the live
  * branch); a _Recv that never gets a value ends the step with
- * DEADLINE_EXCEEDED at the deadline, or with the abort's reason; without a
+ * DEADLINE_EXCEEDED at the deadline (also when nobody waits for the step:
+ * tf_executor_run_async), or with the abort's reason; without a
  * rendezvous both ops fail with FAILED_PRECONDITION; a dtype mismatch is
  * INVALID_ARGUMENT; and the key holds the attrs, frame and iteration. */
 #include <pthread.h>
@@ -229,6 +230,60 @@ START_TEST(test_recv_deadline) {
 }
 END_TEST
 
+/* The same with tf_executor_run_async: no thread waits for the step, so
+ * only the step's deadline timer can wake the _Recv; done comes within
+ * 100 ms of the deadline, naming the waiting _Recv. */
+typedef struct recv_done {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  int64_t at_ns;
+  tf_status st;
+} recv_done;
+
+static void on_recv_done(void *arg, const tf_status *st) {
+  recv_done *d = arg;
+  pthread_mutex_lock(&d->mu);
+  d->st = *st;
+  d->at_ns = tf__now_ns();
+  d->done = true;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+START_TEST(test_recv_deadline_async) {
+  tf_graph *g = recv_only(TF_FLOAT32);
+  tf_rdv_mgr *m = tf_rdv_mgr_new(TASK_B, 10000, NULL, NULL);
+  tf_status st;
+  tf_rendezvous *r = tf_rdv_mgr_step(m, 1, &st);
+  tf_workq *q = tf_workq_new(2, "recv");
+  for (int pooled = 0; pooled < 2; pooled++) {
+    side b;
+    side_init(&b, executor(g, pooled ? q : NULL), r, 1, 150);
+    recv_done d = {.done = false};
+    pthread_mutex_init(&d.mu, NULL);
+    pthread_cond_init(&d.cv, NULL);
+    int64_t t0 = b.deadline_ns - 150 * 1000000LL;
+    tf_executor_run_async(b.e, &b.s.ctx, NULL, b.deadline_ns, on_recv_done, &d);
+    pthread_mutex_lock(&d.mu);
+    while (!d.done) pthread_cond_wait(&d.cv, &d.mu);
+    pthread_mutex_unlock(&d.mu);
+    int64_t ms = (d.at_ns - t0) / 1000000;
+    ck_assert_int_eq(d.st.code, TF_DEADLINE_EXCEEDED);
+    ck_assert_msg(ms >= 150 && ms <= 250, "took %lld ms", (long long)ms);
+    ASSERT_HAS(d.st.msg, "the last to start was 'lonely' (_Recv)");
+    ck_assert_ptr_null(b.s.rets[0]);
+    pthread_mutex_destroy(&d.mu);
+    pthread_cond_destroy(&d.cv);
+    side_fini(&b);
+  }
+  tf_workq_free(q);
+  tf_rdv_step_unref(r);
+  tf_rdv_mgr_free(m);
+  tf_graph_free(g);
+}
+END_TEST
+
 typedef struct abort_arg {
   tf_rdv_mgr *m;
 } abort_arg;
@@ -393,6 +448,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_value_crosses);
   tcase_add_test(tc, test_dead_branch_crosses);
   tcase_add_test(tc, test_recv_deadline);
+  tcase_add_test(tc, test_recv_deadline_async);
   tcase_add_test(tc, test_recv_abort);
   tcase_add_test(tc, test_no_rendezvous);
   tcase_add_test(tc, test_dtype_mismatch);
