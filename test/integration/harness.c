@@ -120,9 +120,7 @@ static void write_config(th_cluster *c) {
   if (c->o.session_ttl_ms > 0) {
     ck_assert_msg(c->o.extra_yaml == NULL || strstr(c->o.extra_yaml, "limits:") == NULL,
                   "th_opts: put session_ttl_ms in extra_yaml's limits section");
-    fprintf(f, "limits:
-  session_ttl_ms: %lld
-", (long long)c->o.session_ttl_ms);
+    fprintf(f, "limits:\n  session_ttl_ms: %lld\n", (long long)c->o.session_ttl_ms);
   }
   fclose(f);
 }
