@@ -289,11 +289,9 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
   pthread_mutex_init(&w->mu, NULL);
   pthread_mutex_init(&w->cmu, NULL);
   pthread_cond_init(&w->idle_cv, NULL);
-  pthread_cond_init(&w->dl_cv, NULL);
   tf__strmap_init(&w->graphs);
   tf__strmap_init(&w->owners);
   tf__strmap_init(&w->clients);
-  tf__wk_deadlines_start(w);
   tf_code rc = serve(w, url, st);
   if (rc != TF_OK) {
     tf_status_prefix(st, "worker %s", w->task_prefix);
@@ -360,7 +358,6 @@ void tf_worker_free(tf_worker *w) {
     pthread_mutex_unlock(&w->mu);
   }
   tf_rpc_server_stop(w->srv); /* no handler runs after this */
-  tf__wk_deadlines_stop(w);
   tf__strmap_each(&w->clients, free_client);
   tf__strmap_fini(&w->clients);
   tf_rdv_mgr_free(w->rdv);
@@ -373,7 +370,6 @@ void tf_worker_free(tf_worker *w) {
   pthread_mutex_destroy(&w->mu);
   pthread_mutex_destroy(&w->cmu);
   pthread_cond_destroy(&w->idle_cv);
-  pthread_cond_destroy(&w->dl_cv);
   free(w->steps);
   free(w->job);
   free(w->task_prefix);

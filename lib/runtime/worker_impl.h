@@ -1,7 +1,7 @@
 /* worker_impl.h: the worker's state, shared by worker.c (lifecycle, graph
  * registry, small methods), worker_owner.c (owners: the masters that
  * registered graphs and started steps, their incarnations and silence;
- * the step registry and its deadline thread) and worker_run.c (RunGraph,
+ * the step registry) and worker_run.c (RunGraph,
  * TensorPush, the remote send of tensors to other tasks).
  *
  * Locking: w->mu guards the graph table, the owner table, the step
@@ -74,7 +74,6 @@ typedef struct wk_step {
   tf_step_ctx ctx;
   int64_t deadline_ns;  /* CLOCK_MONOTONIC; 0: none */
   int64_t deadline_ms;  /* as the request gave it */
-  bool deadline_hit;    /* w->mu */
   bool exec_done;       /* w->mu: the executor called back */
   int pending;          /* w->mu: its pushes not yet answered */
   bool finished;        /* w->mu: over; its reply is being sent */
@@ -104,10 +103,6 @@ struct tf_worker {
   int n_steps, cap_steps;
   int pushes;         /* TensorPushes in flight (all steps) */
   bool draining;
-  bool stopping;      /* the deadline thread ends */
-  pthread_cond_t dl_cv;
-  pthread_t dl_thread;
-  bool dl_started;
   pthread_mutex_t cmu; /* clients */
   tf__strmap clients;  /* url -> tf_rpc_client */
   _Atomic uint64_t steps_run;
@@ -149,7 +144,7 @@ void tf__wk_owner_id_fini(wk_owner_id *o);
  * limits.session_ttl_ms. */
 void tf__wk_owner_expire(tf_worker *w, int64_t now_ns);
 
-/* Admits s into the registry (and the deadline thread's watch):
+/* Admits s into the registry:
  * UNAVAILABLE while draining, RESOURCE_EXHAUSTED at max_steps. */
 tf_code tf__wk_step_admit(tf_worker *w, wk_step *s, tf_status *st);
 /* Removes s from the registry (after its reply was sent). */
@@ -160,10 +155,6 @@ void tf__wk_step_unref(wk_step *s);
  * many. */
 int tf__wk_cancel_steps(tf_worker *w, uint64_t step_id, const wk_owner_id *o,
                         tf_code code, const char *msg);
-/* Starts / stops the deadline thread (which cancels steps past their
- * deadline with DEADLINE_EXCEEDED). */
-void tf__wk_deadlines_start(tf_worker *w);
-void tf__wk_deadlines_stop(tf_worker *w);
 /* Waits until no step runs and no push is in flight (mu held); logs every
  * few seconds while it waits. */
 void tf__wk_wait_idle_locked(tf_worker *w, const char *why);

@@ -11,10 +11,10 @@
  * loses its graphs and steps the same way (checked from tf_worker_tick).
  *
  * The step registry bounds steps in flight (limits.max_steps), lets
- * AbortStep, owners and teardown cancel steps, and feeds the deadline
- * thread, which cancels a step with DEADLINE_EXCEEDED when the deadline
- * of its request passes, so that a step blocked on a queue or a _Recv
- * ends (and is answered) promptly. Cancelling always happens outside
+ * AbortStep, owners and teardown cancel steps (the request's deadline is
+ * the executor's: its timer cancels a step blocked on a queue or a _Recv
+ * when the deadline passes, so it ends and is answered promptly).
+ * Cancelling always happens outside
  * w->mu, holding a reference on the step. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -184,7 +184,6 @@ tf_code tf__wk_step_admit(tf_worker *w, wk_step *s, tf_status *st) {
     }
     w->steps[w->n_steps++] = s;
     tf__wk_owner_adopt_locked(w, req, &s->owner);
-    if (s->deadline_ns != 0) pthread_cond_signal(&w->dl_cv);
   }
   pthread_mutex_unlock(&w->mu);
   return rc;
@@ -238,59 +237,4 @@ void tf__wk_wait_idle_locked(tf_worker *w, const char *why) {
              (long long)((now - t0) / 1000000));
     }
   }
-}
-
-/* ---- deadlines ------------------------------------------------------------ */
-
-/* The first step past its deadline and not yet cancelled for it (with a
- * reference), else NULL and *next_ns the earliest deadline to come. */
-static wk_step *due_step_locked(tf_worker *w, int64_t now, int64_t *next_ns) {
-  for (int i = 0; i < w->n_steps; i++) {
-    wk_step *s = w->steps[i];
-    if (s->deadline_ns == 0 || s->deadline_hit) continue;
-    if (s->deadline_ns <= now) {
-      s->deadline_hit = true;
-      tf__ref_get(&s->refs);
-      return s;
-    }
-    if (s->deadline_ns < *next_ns) *next_ns = s->deadline_ns;
-  }
-  return NULL;
-}
-
-static void *deadline_main(void *arg) {
-  tf_worker *w = arg;
-  pthread_mutex_lock(&w->mu);
-  while (!w->stopping) {
-    int64_t now = tf__now_ns(), next = now + 1000000000LL;
-    wk_step *s = due_step_locked(w, now, &next);
-    if (s == NULL) {
-      tf__cond_wait_ms(&w->dl_cv, &w->mu, (next - now + 999999) / 1000000);
-      continue;
-    }
-    pthread_mutex_unlock(&w->mu);
-    char msg[200];
-    snprintf(msg, sizeof msg, "step %" PRIu64 " ran past its deadline of "
-             "%lld ms", s->step_id, (long long)s->deadline_ms);
-    tf_cancel_start(&s->cancel, TF_DEADLINE_EXCEEDED, msg);
-    tf__wk_step_unref(s);
-    pthread_mutex_lock(&w->mu);
-  }
-  pthread_mutex_unlock(&w->mu);
-  return NULL;
-}
-
-void tf__wk_deadlines_start(tf_worker *w) {
-  TF_ASSERT(pthread_create(&w->dl_thread, NULL, deadline_main, w) == 0);
-  w->dl_started = true;
-}
-
-void tf__wk_deadlines_stop(tf_worker *w) {
-  if (!w->dl_started) return;
-  pthread_mutex_lock(&w->mu);
-  w->stopping = true;
-  pthread_cond_signal(&w->dl_cv);
-  pthread_mutex_unlock(&w->mu);
-  pthread_join(w->dl_thread, NULL);
-  w->dl_started = false;
 }

@@ -162,9 +162,9 @@ void tf__wk_run_graph(tf_worker *w, struct tf_rpc_call *call) {
                          .cancel = &s->cancel, .args = s->req.args,
                          .n_args = s->req.n_args, .retvals = s->rets,
                          .n_retvals = s->req.n_rets, .rendezvous = s->rdv};
-  /* The deadline thread cancels the step when its deadline passes. */
+  /* The executor's timer cancels the step when its deadline passes. */
   tf_executor_run_async(s->g->ex, &s->ctx, s->req.trace ? &s->tr : NULL,
-                        exec_done, s);
+                        s->deadline_ns, exec_done, s);
 }
 
 /* ---- TensorPush ----------------------------------------------------------- */
