@@ -216,6 +216,15 @@ bool tf__ms_task_up(tf_master *m, int i, uint64_t *incarnation) {
   return up;
 }
 
+tf_code tf__ms_task_down(tf_master *m, int i, tf_status *st) {
+  pthread_mutex_lock(&m->mu);
+  tf_status_set(st, TF_UNAVAILABLE, "%s is down (%.600s); the step needs it",
+                m->tasks[i].prefix,
+                m->tasks[i].error != NULL ? m->tasks[i].error : "no answer yet");
+  pthread_mutex_unlock(&m->mu);
+  return st->code;
+}
+
 void tf__ms_wait_known(tf_master *m, int64_t timeout_ms) {
   int64_t deadline = tf__now_ns() + timeout_ms * 1000000;
   int64_t timeout = m->spec->down_after_ms < m->spec->rpc_timeout_ms

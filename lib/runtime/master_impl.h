@@ -133,6 +133,9 @@ void tf__ms_refresh_task_async(tf_master *m, int i, int64_t timeout_ms,
 void tf__ms_session_destroy(ms_session *s);
 /* Whether task i is up, with its incarnation. */
 bool tf__ms_task_up(tf_master *m, int i, uint64_t *incarnation);
+/* UNAVAILABLE "<task> is down (<why>); the step needs it" with the reason
+ * health shows (no answer, wrong task at address, ...). Returns st's code. */
+tf_code tf__ms_task_down(tf_master *m, int i, tf_status *st);
 
 /* Session table: get adds a reference (FAILED_PRECONDITION/NOT_FOUND when
  * closed or unknown), put drops it. */

@@ -312,9 +312,7 @@ static tf_code launch_check(tf_master *m, ms_step *s, ms_prepared *p,
                             tf_tensor **by_index, tf_status *st) {
   for (int i = 0; i < p->n_parts; i++) {
     if (!tf__ms_task_up(m, p->parts[i].task, NULL)) {
-      return tf_status_set(st, TF_UNAVAILABLE, "%s is down (tfctl health shows "
-                           "the cluster); the step needs it",
-                           m->tasks[p->parts[i].task].prefix);
+      return tf__ms_task_down(m, p->parts[i].task, st);
     }
   }
   return order_feeds(p, s, by_index, st);

@@ -61,8 +61,7 @@ static tf_code name_down_task(tf_master *m, const tf_graph *g, tf_status *st) {
     for (int k = 0; k < nn; k++) {
       int t = idx[assign[k]];
       if (!tf__ms_task_up(m, t, NULL)) {
-        tf_status_set(st, TF_UNAVAILABLE, "%s is down (tfctl health shows the "
-                      "cluster); the step needs it", m->tasks[t].prefix);
+        tf__ms_task_down(m, t, st);
         break;
       }
     }
