@@ -161,6 +161,10 @@ static void check_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
 static void send_check(tf_master *m, int i, int64_t timeout_ms, bool from_check,
                        void (*then)(void *), void *arg) {
   tf_wire_header h = tf__ms_header(m, i, TF_M_GET_STATUS, 0, 0, timeout_ms);
+  /* Whichever incarnation of the task answers: a restart shows up as a new
+   * incarnation in the reply (naming the old one would be refused, and
+   * the task would never be seen again). */
+  h.to_inc = 0;
   nng_msg *msg = NULL;
   tf_status st;
   tf_status_init(&st);
