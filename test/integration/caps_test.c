@@ -23,7 +23,7 @@
 #include "test/unit/testutil.h"
 #include "tf/serialize.h"
 
-#define SLACK_KIB (32 * 1024) /* allocator and thread-stack noise we allow */
+#define SLACK_KIB (8 * 1024) /* allocator and thread-stack noise we allow */
 
 static th_cluster *start_cluster(void) {
   th_opts o = th_default_opts();
