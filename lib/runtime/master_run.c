@@ -16,6 +16,7 @@
  * stale registration is retired and the step registers and runs again
  * once. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,8 +362,38 @@ static void launch(ms_step *s, ms_prepared *p) {
   free(by_index);
 }
 
+static void on_prepared(void *arg, ms_prepared *p, const tf_status *st);
+
+typedef struct prep_retry {
+  ms_step *s;
+  atomic_int left;  /* tasks still to answer */
+} prep_retry;
+
+/* Every task answered (or failed) the GetStatus after a registration was
+ * refused as ABORTED (a task restarted under the master's feet): their
+ * incarnations are fresh now, so register again, once. */
+static void prep_refreshed(void *arg) {
+  prep_retry *r = arg;
+  if (atomic_fetch_sub(&r->left, 1) != 1) return;
+  ms_step *s = r->s;
+  free(r);
+  tf_log(LOG_WARNING, "session %016" PRIx64 ": registering was refused by a "
+         "task that restarted; registering again", s->session);
+  tf__ms_prepare(s->m, s->sess, &s->sig, on_prepared, s); /* keeps the ref */
+}
+
 static void on_prepared(void *arg, ms_prepared *p, const tf_status *st) {
   ms_step *s = arg;
+  if (p == NULL && st->code == TF_ABORTED && s->attempt == 0) {
+    s->attempt++; /* not launched yet: nothing else touches the step */
+    prep_retry *r = tf__xcalloc(1, sizeof *r);
+    r->s = s;
+    atomic_init(&r->left, s->m->n_tasks);
+    for (int i = 0; i < s->m->n_tasks; i++) {
+      tf__ms_refresh_task_async(s->m, i, s->m->spec->rpc_timeout_ms, prep_refreshed, r);
+    }
+    return;
+  }
   if (p == NULL) {
     step_finish(s, st);
   } else {
