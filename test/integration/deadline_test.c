@@ -66,10 +66,11 @@ START_TEST(test_deadlines_through_master) {
   for (int k = 0; k < 4; k++) {
     for (int blocking = 1; blocking >= 0; blocking--) {
       if (!blocking && sizes[k] < 100) continue;
-      /* MatMuls of a size whose chain runs about 1 s here: 100 of 320 or
-       * 1,000 of 160. */
+      /* MatMuls whose chain runs well past the deadline here (1-3 s:
+       * 100 of 640 x 640, 1,000 of 320 x 320) while one MatMul stays far
+       * under the 100 ms the step may overrun by. */
       tf_graph *g = ig_chain_graph(sizes[k], "/job:worker/task:0", blocking,
-                                   sizes[k] >= 1000 ? 160 : 320);
+                                   sizes[k] >= 1000 ? 320 : 640);
       tf_status st;
       tf_session *s = ig_remote(master->url, g, &st);
       TH_REQUIRE(c, s != NULL, "session: %s", st.msg);
