@@ -54,7 +54,7 @@ static nng_msg *get_status(tf_worker *w, const tf_wire_msg *req, tf_status *st) 
       .n_devices = 1, .devices = &dev, .has = TF_MSG_STATUS_WORKER,
       .running_steps = running, .step_tables = tf_rdv_mgr_live_steps(w->rdv),
       .buffered_bytes = tf_rdv_mgr_buffered_bytes(w->rdv), .graphs = graphs,
-      .steps_run = atomic_load(&w->steps_run)};
+      .steps_run = atomic_load(&w->steps_run), .tensor_stream = tf__wk_stream_url(w)};
   tf_wire_writer *wr = tf__wk_reply_writer(w, req);
   tf_msg_get_status_reply_encode(wr, &b);
   nng_msg *m = NULL;
@@ -292,7 +292,8 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
   tf__strmap_init(&w->graphs);
   tf__strmap_init(&w->owners);
   tf__strmap_init(&w->clients);
-  tf_code rc = serve(w, url, st);
+  tf_code rc = tf__wk_stream_start(w, url, st);
+  if (rc == TF_OK) rc = serve(w, url, st);
   if (rc != TF_OK) {
     tf_status_prefix(st, "worker %s", w->task_prefix);
     tf_worker_free(w);
@@ -310,6 +311,7 @@ void tf_worker_tick(tf_worker *w) {
   int n = tf_rdv_mgr_sweep(w->rdv, now);
   if (n > 0) tf_log(LOG_NOTICE, "expired %d orphaned step table(s)", n);
   tf__wk_owner_expire(w, now);
+  tf__wk_stream_tick(w);
 }
 
 void tf_worker_drain(tf_worker *w, int64_t timeout_ms) {
@@ -358,8 +360,10 @@ void tf_worker_free(tf_worker *w) {
     pthread_mutex_unlock(&w->mu);
   }
   tf_rpc_server_stop(w->srv); /* no handler runs after this */
+  tf__wk_stream_stop(w);      /* nor a tensor-stream delivery */
   tf__strmap_each(&w->clients, free_client);
   tf__strmap_fini(&w->clients);
+  tf__wk_stream_free(w);
   tf_rdv_mgr_free(w->rdv);
   tf__strmap_each(&w->graphs, (void (*)(void *))graph_free);
   tf__strmap_fini(&w->graphs);

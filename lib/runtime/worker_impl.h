@@ -1,8 +1,9 @@
 /* worker_impl.h: the worker's state, shared by worker.c (lifecycle, graph
  * registry, small methods), worker_owner.c (owners: the masters that
  * registered graphs and started steps, their incarnations and silence;
- * the step registry) and worker_run.c (RunGraph,
- * TensorPush, the remote send of tensors to other tasks).
+ * the step registry), worker_run.c (RunGraph,
+ * TensorPush, the remote send of tensors to other tasks) and
+ * worker_stream.c (large tensors over the tensor stream).
  *
  * Locking: w->mu guards the graph table, the owner table, the step
  * registry (steps, n_steps, each step's pending and status), draining and
@@ -26,12 +27,25 @@
 #include "lib/runtime/worker.h"
 #include "lib/transport/messages.h"
 #include "lib/transport/rpc.h"
+#include "lib/transport/tensor_stream.h"
 
 /* RPC calls in progress a worker allows beyond max_steps RunGraphs: room
  * for TensorPush, GetStatus and the control methods while every step slot
  * is taken, so a full worker still receives the tensors its steps wait
  * for. */
 #define TF_WK_CALL_HEADROOM 256
+
+/* Tensors of at least this many bytes (not strings, not dead values) go
+ * to a peer over its tensor stream (worker_stream.c) when it serves one;
+ * smaller ones by TensorPush, whose fixed cost is lower. At 1 MiB the
+ * message path's two extra copies already cost more than the stream's
+ * separate connection. */
+#define TF_WK_STREAM_MIN_BYTES ((size_t)1 << 20)
+/* A peer that advertised no tensor stream is asked again after this. */
+#define TF_WK_PEER_RECHECK_MS 30000
+
+struct wk_peer;
+struct wk_sclient;
 
 /* Who a graph or step belongs to: the master task (the request header's
  * from; "" for an unnamed client) and its incarnation (from_inc). */
@@ -106,6 +120,14 @@ struct tf_worker {
   pthread_mutex_t cmu; /* clients */
   tf__strmap clients;  /* url -> tf_rpc_client */
   _Atomic uint64_t steps_run;
+  /* The tensor stream (worker_stream.c). tsrv: NULL when the address is
+   * not tcp://. w->pmu guards the peers (and their queues and clients)
+   * and the retired clients; it is taken before w->mu, never after. */
+  tf_tstream_server *tsrv;
+  pthread_mutex_t pmu;
+  struct wk_peer *peers;
+  struct wk_sclient **retired;
+  int n_retired, cap_retired;
 };
 
 /* A writer for the OK reply to req, from this task (its name and
@@ -128,6 +150,35 @@ void tf__wk_tensor_push(tf_worker *w, struct tf_rpc_call *call);
 void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
                         const tf_rdv_key *k, tf_tensor *t, bool is_dead,
                         tf_rdv_send_done done, void *done_arg);
+
+/* Pushes t (borrowed; NULL iff is_dead) for (step_id, key) to task at url
+ * as one TensorPush; calls done once handed to the transport (or with the
+ * failure). A failed delivery cancels the sending step. */
+void tf__wk_push_message(tf_worker *w, const char *url, const char *task,
+                         uint64_t step_id, const char *key, tf_tensor *t,
+                         bool is_dead, tf_rdv_send_done done, void *done_arg);
+
+/* ---- the tensor stream (worker_stream.c) ----------------------------------- */
+
+/* Starts the stream server on rpc_url's host, a free port (none for a URL
+ * that is not tcp://); UNAVAILABLE when it cannot listen. Inits w->pmu. */
+tf_code tf__wk_stream_start(tf_worker *w, const char *rpc_url, tf_status *st);
+/* The URL the server listens on, or NULL. */
+const char *tf__wk_stream_url(const tf_worker *w);
+/* Sends t (borrowed, not dead, not strings) to task at url over its
+ * stream and returns true (done is called once, as for a remote send), or
+ * returns false at once when that peer serves no stream: the caller sends
+ * it by TensorPush. */
+bool tf__wk_stream_send(tf_worker *w, const char *url, const char *task,
+                        uint64_t step_id, const char *key, tf_tensor *t,
+                        tf_rdv_send_done done, void *done_arg);
+/* Frees the stream clients retired since (failed peers). */
+void tf__wk_stream_tick(tf_worker *w);
+/* Teardown, in this order: stop the server (no deliver runs after), then,
+ * once no step runs and the RPC clients are closed, free the clients and
+ * peers. Both before the rendezvous is freed. */
+void tf__wk_stream_stop(tf_worker *w);
+void tf__wk_stream_free(tf_worker *w);
 
 /* ---- owners and steps (worker_owner.c) ------------------------------------ */
 

@@ -5,7 +5,9 @@
  * Tensors move by sender push: a _Send whose receiver lives on another
  * task becomes one TensorPush request to that task's worker, which puts
  * it into the step's rendezvous table (made on arrival if the receiver's
- * part of the step has not started yet). The _Send completes as soon as
+ * part of the step has not started yet). Tensors of at least
+ * TF_WK_STREAM_MIN_BYTES go over the receiver's tensor stream instead,
+ * when it serves one (worker_stream.c). The _Send completes as soon as
  * the push is handed to the transport (no round trip on the step's
  * critical path); the step's reply waits for the pushes' answers, and a
  * failed delivery (an error reply or a transport failure) cancels the
@@ -296,6 +298,22 @@ static push_ctx *push_begin(tf_worker *w, uint64_t step_id, char *dst,
   return p;
 }
 
+void tf__wk_push_message(tf_worker *w, const char *url, const char *task,
+                         uint64_t step_id, const char *key, tf_tensor *t,
+                         bool is_dead, tf_rdv_send_done done, void *done_arg) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_rpc_client *c = tf__wk_client(w, url, task, &st);
+  nng_msg *m = c != NULL ? push_msg(w, task, step_id, key, t, is_dead, &st) : NULL;
+  if (m == NULL) {
+    done(done_arg, &st);
+    return;
+  }
+  push_ctx *p = push_begin(w, step_id, tf__xstrdup(task), key);
+  tf_rpc_call_async(c, m, w->spec->rpc_timeout_ms, push_done, p);
+  done(done_arg, &st); /* handed to the transport: the _Send is complete */
+}
+
 void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
                         const tf_rdv_key *k, tf_tensor *t, bool is_dead,
                         tf_rdv_send_done done, void *done_arg) {
@@ -304,15 +322,15 @@ void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
   tf_status_init(&st);
   char *task = NULL;
   char *url = task_url(w, k->dst_device, &task, &st);
-  tf_rpc_client *c = url ? tf__wk_client(w, url, task, &st) : NULL;
-  nng_msg *m = c != NULL ? push_msg(w, task, step_id, key, t, is_dead, &st) : NULL;
-  free(url);
-  if (m == NULL) {
-    free(task);
+  if (url == NULL) {
     done(done_arg, &st);
     return;
   }
-  push_ctx *p = push_begin(w, step_id, task, key);
-  tf_rpc_call_async(c, m, w->spec->rpc_timeout_ms, push_done, p);
-  done(done_arg, &st); /* handed to the transport: the _Send is complete */
+  bool large = !is_dead && t != NULL && t->dtype != TF_STRING &&
+               t->nbytes >= TF_WK_STREAM_MIN_BYTES;
+  if (!large || !tf__wk_stream_send(w, url, task, step_id, key, t, done, done_arg)) {
+    tf__wk_push_message(w, url, task, step_id, key, t, is_dead, done, done_arg);
+  }
+  free(url);
+  free(task);
 }

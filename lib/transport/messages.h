@@ -279,8 +279,11 @@ enum {
   TF_MSG_STATUS_MASTER = TF_MSG_STATUS_SESSIONS | TF_MSG_STATUS_RUNNING_STEPS,
 };
 
-/* GetStatus reply {job, task, incarnation, devices: [...], counters...}.
- * Counters are >= 0; those not in has are 0 and not packed. */
+/* GetStatus reply {job, task, incarnation, devices: [...], counters...,
+ * tensor_stream?}. Counters are >= 0; those not in has are 0 and not
+ * packed. tensor_stream: the URL of the task's tensor-stream server
+ * (tensor_stream.h), packed when non-empty; "" when decoding a reply
+ * without it (an older peer, or a task that serves no stream). */
 typedef struct tf_msg_get_status_reply {
   const char *job;
   int task;          /* >= 0 */
@@ -290,6 +293,7 @@ typedef struct tf_msg_get_status_reply {
   unsigned has;      /* TF_MSG_STATUS_* */
   int64_t sessions, running_steps, step_tables, buffered_bytes, graphs;
   uint64_t steps_run;
+  const char *tensor_stream; /* NULL or "": none */
   tf_msg_mem mem;
 } tf_msg_get_status_reply;
 void tf_msg_get_status_reply_encode(tf_wire_writer *w, const tf_msg_get_status_reply *m);

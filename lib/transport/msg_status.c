@@ -62,7 +62,8 @@ static void pack_status_devices(tf_wire_writer *w, const tf_msg_get_status_reply
 
 void tf_msg_get_status_reply_encode(tf_wire_writer *w, const tf_msg_get_status_reply *m) {
   msgpack_packer *pk = tf_wire_body(w);
-  int n = 4;
+  bool has_stream = m->tensor_stream != NULL && m->tensor_stream[0] != '\0';
+  int n = 4 + has_stream;
   for (int i = 0; i < N_COUNTERS; i++) {
     n += (m->has & counters[i].bit) != 0;
   }
@@ -88,6 +89,10 @@ void tf_msg_get_status_reply_encode(tf_wire_writer *w, const tf_msg_get_status_r
     } else {
       msgpack_pack_int64(pk, vals[i]);
     }
+  }
+  if (has_stream) {
+    tf__mp_map_key(&b, "tensor_stream");
+    tf__msg_pack_str(w, STATUS, "tensor_stream", m->tensor_stream);
   }
   tf__mp_map_end(&b);
 }
@@ -136,12 +141,13 @@ static tf_code decode_counters(const tf__msg_field *f, tf_msg_get_status_reply *
 
 static tf_code decode_status(const tf_wire_msg *r, tf_msg_get_status_reply *out,
                              tf_status *st) {
-  tf__msg_field f[4 + N_COUNTERS] = {{"job", NULL}, {"task", NULL},
+  tf__msg_field f[5 + N_COUNTERS] = {{"job", NULL}, {"task", NULL},
                                      {"incarnation", NULL}, {"devices", NULL}};
   for (int i = 0; i < N_COUNTERS; i++) {
     f[4 + i].key = counters[i].key;
   }
-  TF_TRY(tf__msg_body(r, TF_M_GET_STATUS, true, STATUS, f, 4 + N_COUNTERS, st));
+  f[4 + N_COUNTERS].key = "tensor_stream";
+  TF_TRY(tf__msg_body(r, TF_M_GET_STATUS, true, STATUS, f, 5 + N_COUNTERS, st));
   int64_t task = 0;
   const msgpack_object_array *a = NULL;
   TF_TRY(tf__msg_get_str(&out->mem, f[0].val, STATUS, "job", -1, &out->job, st));
@@ -153,6 +159,11 @@ static tf_code decode_status(const tf_wire_msg *r, tf_msg_get_status_reply *out,
   out->n_devices = (int)a->size;
   for (uint32_t i = 0; i < a->size; i++) {
     TF_TRY(decode_status_device(&out->mem, &a->ptr[i], i, &out->devices[i], st));
+  }
+  out->tensor_stream = "";
+  if (f[4 + N_COUNTERS].val != NULL) {
+    TF_TRY(tf__msg_get_str(&out->mem, f[4 + N_COUNTERS].val, STATUS, "tensor_stream", -1,
+                           &out->tensor_stream, st));
   }
   return decode_counters(f + 4, out, st);
 }

@@ -64,7 +64,40 @@ START_TEST(get_status_round_trip) {
   ck_assert_uint_eq(b.has, TF_MSG_STATUS_WORKER);
   ck_assert(b.running_steps == 2 && b.step_tables == 3 && b.buffered_bytes == 1LL << 40 &&
             b.graphs == 4 && b.steps_run == UINT64_MAX && b.sessions == 0);
+  ck_assert_str_eq(b.tensor_stream, ""); /* not sent: "" */
   tf_msg_get_status_reply_fini(&b);
+  /* With a tensor stream: carried; "" is not packed. */
+  in.tensor_stream = "tcp://127.0.0.1:40123";
+  r = status_msg(&in);
+  ck_assert_msg(tf_msg_get_status_reply_decode(r, &b, &st) == TF_OK, "%s", st.msg);
+  ck_assert_str_eq(b.tensor_stream, "tcp://127.0.0.1:40123");
+  tf_msg_get_status_reply_fini(&b);
+  ck_assert_uint_eq(r->body.via.map.size, 9 + 1);
+  tf_wire_msg_free(r);
+  in.tensor_stream = "";
+  r = status_msg(&in);
+  ck_assert_uint_eq(r->body.via.map.size, 9);
+  tf_wire_msg_free(r);
+  /* Not a str: refused, naming the field. */
+  tf_wire_writer *w = mt_writer(TF_M_GET_STATUS, true);
+  msgpack_packer *pk = tf_wire_body(w);
+  tf__mp_map bm;
+  tf__mp_map_begin(&bm, pk, 5);
+  tf__mp_map_key(&bm, "job");
+  tf__msgpack_pack_cstr(pk, "worker");
+  tf__mp_map_key(&bm, "task");
+  msgpack_pack_int(pk, 1);
+  tf__mp_map_key(&bm, "incarnation");
+  msgpack_pack_uint64(pk, 1);
+  tf__mp_map_key(&bm, "devices");
+  msgpack_pack_array(pk, 0);
+  tf__mp_map_key(&bm, "tensor_stream");
+  msgpack_pack_int(pk, 5);
+  tf__mp_map_end(&bm);
+  r = mt_parse(w);
+  ck_assert_int_eq(tf_msg_get_status_reply_decode(r, &b, &st), TF_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(st.msg, "tensor_stream") != NULL, "%s", st.msg);
+  tf_wire_msg_free(r);
   /* The master's form: no devices, sessions and running_steps. */
   tf_msg_get_status_reply m = {.job = "master", .incarnation = 9, .has = TF_MSG_STATUS_MASTER,
                                .sessions = 3, .running_steps = 1};
