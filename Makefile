@@ -64,9 +64,11 @@ LIB_SRCS  := $(shell find lib -name '*.c' -not -path 'lib/devices/cuda/*' | sort
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # TESTS="core/tensor devices/cpu/cpu_matmul" limits a run to those tests
 # (test/unit/<name>_test.c, or _test.cc for C++; api/<name> and lint/<name>
-# are the scripts test/api/<name>_test.sh and test/lint/<name>_test.py).
+# are the scripts test/api/<name>_test.sh and test/lint/<name>_test.py;
+# integration/<name> is test/integration/<name>_test.c).
 SCRIPT_TEST_NAMES := $(filter api/% lint/%,$(TESTS))
-UNIT_TEST_NAMES := $(filter-out api/% lint/%,$(TESTS))
+INTEG_TEST_NAMES := $(filter integration/%,$(TESTS))
+UNIT_TEST_NAMES := $(filter-out api/% lint/% integration/%,$(TESTS))
 ifeq ($(TESTS),)
 TEST_SRCS := $(shell find test/unit -name '*_test.c' -o -name '*_test.cc' | sort)
 API_TESTS := $(sort $(wildcard test/api/*_test.sh test/lint/*_test.py))
@@ -79,7 +81,7 @@ endif
 ifeq ($(TESTS),)
 INTEG_SRCS := $(shell find test/integration -name '*_test.c' 2>/dev/null | sort)
 else
-INTEG_SRCS :=
+INTEG_SRCS := $(foreach t,$(INTEG_TEST_NAMES),test/$(t)_test.c)
 endif
 TEST_SRCS += $(INTEG_SRCS)
 TEST_BINS := $(addprefix $(BUILD)/,$(basename $(TEST_SRCS)))
