@@ -244,7 +244,7 @@ static void tfctl_exit_after_kill(th_cluster *c, th_task *victim) {
           (long long)(t_exit - t_err), err);
   TH_REQUIRE(c, t_exit >= 0, "tfctl still running 20 s after %s was killed", victim->job);
   TH_REQUIRE(c, WIFEXITED(status) && WEXITSTATUS(status) != 0, "tfctl exit status %d", status);
-  TH_REQUIRE(c, t_err >= 0 && t_exit - t_err <= 1000,
+  TH_REQUIRE(c, t_err >= 0 && t_exit - t_err <= (TH_SANITIZED ? 2000 : 1000),
              "tfctl exited %lld ms after printing its error", (long long)(t_exit - t_err));
   TH_REQUIRE(c, strncmp(err, "tfctl: ", 7) == 0, "tfctl's error: %s", err);
   free(err);

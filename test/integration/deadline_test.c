@@ -14,11 +14,7 @@
 #include "test/integration/igraph.h"
 #include "test/unit/testutil.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define LATE_MS 250
-#else
-#define LATE_MS 100
-#endif
+#define LATE_MS (TH_SANITIZED ? 250 : 100)
 #define DEADLINE_MS 300
 
 static int64_t running_on(th_task *t) {

@@ -16,6 +16,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* 1 when built with AddressSanitizer or ThreadSanitizer: the daemons run
+ * several times slower and their RSS carries the sanitizer's shadow and
+ * quarantine, so time and memory bounds get a stated extra margin. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TH_SANITIZED 1
+#else
+#define TH_SANITIZED 0
+#endif
+
 #ifndef TF_BIN_DIR
 #define TF_BIN_DIR "build/bin"
 #endif
