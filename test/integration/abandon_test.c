@@ -186,24 +186,6 @@ static int64_t file_size(const char *path) {
   return stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
 }
 
-/* Whether the master's health shows every task up within ms. */
-static bool master_sees_all_up(th_cluster *c, int64_t ms) {
-  th_task *master = th_task_get(c, "master", 0);
-  int64_t deadline = tf_ctl_now_ms() + ms;
-  while (tf_ctl_now_ms() < deadline) {
-    tf_ctl_task *ts = NULL;
-    int n = 0, up = 0;
-    tf_status st;
-    if (tf_ctl_cluster_status(master->url, 2000, &ts, &n, &st) == TF_OK) {
-      for (int i = 0; i < n; i++) up += ts[i].up;
-      tf_ctl_tasks_free(ts, n);
-      if (up == n && n == c->n_tasks) return true;
-    }
-    tf_ctl_sleep_ms(50);
-  }
-  return false;
-}
-
 /* Starts one blocking tfctl step, kills victim under it, and checks that
  * tfctl prints one error and exits within 1 s of printing it. */
 static void tfctl_exit_after_kill(th_cluster *c, th_task *victim) {
@@ -256,7 +238,7 @@ START_TEST(test_tfctl_exits_after_killed_worker_and_master) {
   tfctl_exit_after_kill(c, th_task_get(c, "worker", 0));
   th_task *w0 = th_task_get(c, "worker", 0);
   TH_REQUIRE(c, th_start_task(c, w0, NULL) && th_wait_task(c, w0, 10000), "worker restart");
-  TH_REQUIRE(c, master_sees_all_up(c, 10000), "the master does not see the restarted worker");
+  TH_REQUIRE(c, ig_master_sees_all_up(c, 10000), "the master does not see the restarted worker");
   tfctl_exit_after_kill(c, th_task_get(c, "master", 0));
   th_cluster_free(c);
 }

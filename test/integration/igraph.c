@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/tfctl/ctl_client.h"
+#include "cmd/tfctl/ctl_procs.h"
 #include "lib/transport/rpc.h"
+#include "test/integration/harness.h"
 #include "test/unit/testutil.h"
 
 tf_node *ig_node(tf_graph *g, const char *op, const char *name, const char *device,
@@ -193,4 +196,22 @@ bool ig_closed_within(int fd, int ms) {
   char buf[64];
   ssize_t got = read(fd, buf, sizeof buf);
   return got == 0 || (got < 0 && (errno == ECONNRESET || errno == EPIPE));
+}
+
+/* Whether the master's health shows every task up within ms. */
+bool ig_master_sees_all_up(th_cluster *c, int64_t ms) {
+  th_task *master = th_task_get(c, "master", 0);
+  int64_t deadline = tf_ctl_now_ms() + ms;
+  while (tf_ctl_now_ms() < deadline) {
+    tf_ctl_task *ts = NULL;
+    int n = 0, up = 0;
+    tf_status st;
+    if (tf_ctl_cluster_status(master->url, 2000, &ts, &n, &st) == TF_OK) {
+      for (int i = 0; i < n; i++) up += ts[i].up;
+      tf_ctl_tasks_free(ts, n);
+      if (up == n && n == c->n_tasks) return true;
+    }
+    tf_ctl_sleep_ms(50);
+  }
+  return false;
 }

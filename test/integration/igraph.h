@@ -48,6 +48,11 @@ tf_code ig_call(const char *url, const tf_wire_header *h, ig_body_fn enc, const 
 tf_code ig_status(const char *url, tf_msg_get_status_reply *out, tf_wire_msg **keep,
                   tf_status *st);
 
+/* Whether the master's health (ClusterStatus) shows every task of c up
+ * within ms. */
+struct th_cluster;
+bool ig_master_sees_all_up(struct th_cluster *c, int64_t ms);
+
 /* A TCP connection to port on 127.0.0.1 that has done NNG's SP handshake
  * as a req0 peer (-1 if the server closed it or did not answer within
  * 3 s). */
