@@ -46,23 +46,34 @@ void tf_msg_register_graph_req_fini(tf_msg_register_graph_req *m) {
   memset(m, 0, sizeof *m);
 }
 
-void tf_msg_register_graph_reply_encode(tf_wire_writer *w,
-                                        const tf_msg_register_graph_reply *m) {
+/* A body that is only {handle: u64} (RegisterGraph's reply,
+ * DeregisterGraph's request). */
+static void handle_encode(tf_wire_writer *w, uint64_t handle) {
   msgpack_packer *pk = tf_wire_body(w);
   tf__mp_map b;
   tf__mp_map_begin(&b, pk, 1);
   tf__mp_map_key(&b, "handle");
-  msgpack_pack_uint64(pk, m->handle);
+  msgpack_pack_uint64(pk, handle);
   tf__mp_map_end(&b);
+}
+
+static tf_code handle_decode(const tf_wire_msg *r, int method, bool reply,
+                             const char *what, uint64_t *handle, tf_status *st) {
+  tf__msg_field f[] = {{"handle", NULL}};
+  TF_TRY(tf__msg_body(r, method, reply, what, f, 1, st));
+  return tf__msg_get_u64(f[0].val, what, "handle", -1, handle, st);
+}
+
+void tf_msg_register_graph_reply_encode(tf_wire_writer *w,
+                                        const tf_msg_register_graph_reply *m) {
+  handle_encode(w, m->handle);
 }
 
 tf_code tf_msg_register_graph_reply_decode(const tf_wire_msg *r,
                                            tf_msg_register_graph_reply *out,
                                            tf_status *st) {
   memset(out, 0, sizeof *out);
-  tf__msg_field f[] = {{"handle", NULL}};
-  TF_TRY(tf__msg_body(r, TF_M_REGISTER_GRAPH, true, RG_REPLY, f, 1, st));
-  return tf__msg_get_u64(f[0].val, RG_REPLY, "handle", -1, &out->handle, st);
+  return handle_decode(r, TF_M_REGISTER_GRAPH, true, RG_REPLY, &out->handle, st);
 }
 
 void tf_msg_register_graph_reply_fini(tf_msg_register_graph_reply *m) {
@@ -323,21 +334,14 @@ static const char DEREG[] = "DeregisterGraph";
 
 void tf_msg_deregister_graph_req_encode(tf_wire_writer *w,
                                         const tf_msg_deregister_graph_req *m) {
-  msgpack_packer *pk = tf_wire_body(w);
-  tf__mp_map b;
-  tf__mp_map_begin(&b, pk, 1);
-  tf__mp_map_key(&b, "handle");
-  msgpack_pack_uint64(pk, m->handle);
-  tf__mp_map_end(&b);
+  handle_encode(w, m->handle);
 }
 
 tf_code tf_msg_deregister_graph_req_decode(const tf_wire_msg *r,
                                            tf_msg_deregister_graph_req *out,
                                            tf_status *st) {
   memset(out, 0, sizeof *out);
-  tf__msg_field f[] = {{"handle", NULL}};
-  TF_TRY(tf__msg_body(r, TF_M_DEREGISTER_GRAPH, false, DEREG, f, 1, st));
-  return tf__msg_get_u64(f[0].val, DEREG, "handle", -1, &out->handle, st);
+  return handle_decode(r, TF_M_DEREGISTER_GRAPH, false, DEREG, &out->handle, st);
 }
 
 void tf_msg_deregister_graph_req_fini(tf_msg_deregister_graph_req *m) {
