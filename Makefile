@@ -87,7 +87,7 @@ TEST_SRCS += $(INTEG_SRCS)
 TEST_BINS := $(addprefix $(BUILD)/,$(basename $(TEST_SRCS)))
 CXX_TEST_BINS := $(addprefix $(BUILD)/,$(basename $(filter %.cc,$(TEST_SRCS))))
 HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o $(BUILD)/obj/test/integration/igraph.o
-TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o
+TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o $(BUILD)/obj/test/unit/testnet.o
 CMD_SRCS  := $(wildcard cmd/*/main.c)
 CMD_BINS  := $(patsubst cmd/%/main.c,$(BINDIR)/%,$(CMD_SRCS))
 # cmd/common/*.c go into every program; cmd/<prog>/*.c other than main.c

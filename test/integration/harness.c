@@ -3,6 +3,7 @@
  * bounded waits, stopping, log tails and cleanup, also from an atexit
  * handler when a test dies half-way. */
 #include "test/integration/harness.h"
+#include "test/unit/testutil.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -43,21 +44,7 @@ th_opts th_default_opts(void) {
                    .step_ttl_ms = 10000, .log_level = "info", .rpc_threads = 4};
 }
 
-int th_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof sa;
-  int port = -1;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-      getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
-    port = ntohs(sa.sin_port);
-  }
-  if (fd >= 0) {
-    close(fd);
-  }
-  ck_assert_msg(port > 0, "no free loopback port: %s", strerror(errno));
-  return port;
-}
+int th_free_port(void) { return tt_free_port(); }
 
 char *th_bin(const char *name) {
   size_t n = strlen(TF_BIN_DIR) + strlen(name) + 2;

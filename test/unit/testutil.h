@@ -15,6 +15,11 @@
 Suite *tt_suite(void);
 
 /* The run's seed (printed at start). */
+/* A loopback TCP port nobody listened on when asked, and never handed out
+ * before by this process (the kernel may offer a port twice once it is
+ * released; a spec of tasks on one host needs each once). Thread-safe. */
+int tt_free_port(void);
+
 uint64_t tt_seed(void);
 /* xoshiro256** generator. Every forked test starts from the run's seed;
  * tt_rng_reseed(tt_seed() ^ k) gives a test its own stream. */

@@ -18,17 +18,8 @@
 #include "test/unit/testutil.h"
 #include "tf/tf.h"
 
-/* A loopback TCP port nobody listens on right now. */
-static inline int rt_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+/* A loopback TCP port nobody listens on, distinct within this process. */
+static inline int rt_free_port(void) { return tt_free_port(); }
 
 typedef struct rt_cluster {
   tf_cluster_spec *spec;

@@ -152,17 +152,8 @@ static inline tf_tensor *rt_reply_tensor(const tf_wire_msg *r, uint32_t i) {
   return t;
 }
 
-/* A loopback TCP port nobody listens on (bound, then released). */
-static inline int rt_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  ck_assert(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-  ck_assert(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+/* A loopback TCP port nobody listens on, distinct within this process. */
+static inline int rt_free_port(void) { return tt_free_port(); }
 
 /* Starts the test handler's server on url. */
 static inline tf_rpc_server *rt_server(const char *url, int threads,

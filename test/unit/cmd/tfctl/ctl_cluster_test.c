@@ -44,16 +44,6 @@ static void teardown(void) {
   ck_assert_int_eq(system(cmd), 0);
 }
 
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 static char config[160];
 
@@ -61,7 +51,7 @@ static char config[160];
  * it; ports[0..2] get the ports of ps, master and worker. */
 static tf_cluster_spec *spec_with(int ports[3], int64_t drain_ms) {
   for (int i = 0; i < 3; i++) {
-    ports[i] = free_port();
+    ports[i] = tt_free_port();
   }
   snprintf(config, sizeof config, "%s/c.yaml", dir);
   FILE *f = fopen(config, "w");
