@@ -162,7 +162,7 @@ static double sigmoid(double z) { return 1 / (1 + exp(-z)); }
 
 /* mean(softplus(z) - y * z), z = X w + b, y = sigmoid(X w* + b*): the
  * minimum is at w*, b*. */
-static void check_logistic(tf_optimizer *o, int steps, double tol) {
+static void check_logistic(tf_optimizer *o, const char *name, int steps, double tol) {
   tf_graph *g = tf_graph_new();
   tf_status st;
   enum { N = 64, D = 3 };
@@ -201,11 +201,11 @@ static void check_logistic(tf_optimizer *o, int steps, double tol) {
   tf_tensor *gw = fetch(s, "w"), *gb = fetch(s, "b");
   for (int j = 0; j < D; j++) {
     ck_assert_msg(fabs(((double *)gw->data)[j] - ws[j]) <= tol,
-                  "w[%d] = %.6g, optimum %.6g", j, ((double *)gw->data)[j],
+                  "%s: w[%d] = %.6g, optimum %.6g", name, j, ((double *)gw->data)[j],
                   ws[j]);
   }
-  ck_assert_msg(fabs(((double *)gb->data)[0] - bs) <= tol, "b = %.6g, %.6g",
-                ((double *)gb->data)[0], bs);
+  ck_assert_msg(fabs(((double *)gb->data)[0] - bs) <= tol, "%s: b = %.6g, optimum %.6g",
+                name, ((double *)gb->data)[0], bs);
   tf_tensor_unref(gw);
   tf_tensor_unref(gb);
   tf_session_free(s);
@@ -215,10 +215,10 @@ static void check_logistic(tf_optimizer *o, int steps, double tol) {
 START_TEST(test_logistic_regression) {
   tt_rng_reseed(tt_seed() ^ 42);
   tf_optimizer *o = tf_optimizer_momentum(0.5, 0.9, true);
-  check_logistic(o, 800, 1e-3);
+  check_logistic(o, "momentum", 800, 1e-3);
   tf_optimizer_free(o);
-  o = tf_optimizer_adam(0.05);
-  check_logistic(o, 1500, 1e-3);
+  o = tf_optimizer_adam(0.02);
+  check_logistic(o, "adam", 3000, 1e-3);
   tf_optimizer_free(o);
 }
 END_TEST
