@@ -217,8 +217,11 @@ START_TEST(test_logistic_regression) {
   tf_optimizer *o = tf_optimizer_momentum(0.5, 0.9, true);
   check_logistic(o, "momentum", 800, 1e-3);
   tf_optimizer_free(o);
-  o = tf_optimizer_adam(0.02);
-  check_logistic(o, "adam", 3000, 1e-3);
+  /* Adam at a constant rate keeps moving near the optimum (its steps
+   * shrink only as fast as its second-moment estimate forgets, beta2 =
+   * 0.999): up to 2.7e-3 away after 5000 steps over 800 seeds. */
+  o = tf_optimizer_adam(0.01);
+  check_logistic(o, "adam", 5000, 5e-3);
   tf_optimizer_free(o);
 }
 END_TEST
