@@ -100,3 +100,13 @@ void tf_workq_schedule(tf_workq *q, const tf_task *t) {
 }
 
 int tf_workq_is_worker(const tf_workq *q) { return q != NULL && current_q == q; }
+
+static _Thread_local bool responsive;
+
+bool tf_thread_set_responsive(bool on) {
+  bool was = responsive;
+  responsive = on;
+  return was;
+}
+
+bool tf_thread_is_responsive(void) { return responsive; }

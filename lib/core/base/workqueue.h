@@ -8,6 +8,7 @@
 #ifndef TF_CORE_WORKQUEUE_H
 #define TF_CORE_WORKQUEUE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct tf_task {
@@ -29,5 +30,13 @@ int tf_workq_size(const tf_workq *q);
 void tf_workq_schedule(tf_workq *q, const tf_task *t);
 /* Whether the calling thread is one of q's threads. */
 int tf_workq_is_worker(const tf_workq *q);
+
+/* Marks the calling thread as one that must stay responsive while on is
+ * true (a transport's callback thread, or a completion running inside
+ * another kernel): a graph's ready loop on it runs cheap nodes only and
+ * hands every expensive one to its work queue. Returns the previous
+ * mark, for restoring it. */
+bool tf_thread_set_responsive(bool on);
+bool tf_thread_is_responsive(void);
 
 #endif

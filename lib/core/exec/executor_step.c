@@ -5,7 +5,12 @@
  * outputs are propagated under the step mutex (one lock per node); nodes
  * that became ready go onto the stack when cheap (or when there is no
  * runner), the first expensive one stays with this thread, and the rest go
- * to the runner. A node reads its input slots without the lock: they were
+ * to the runner. A thread marked responsive (tf_thread_set_responsive: an
+ * NNG callback serving a request) keeps no expensive node: they all go to
+ * the runner. An asynchronous kernel completed from another thread (a
+ * transport's, or another kernel's) runs its cheap successors there at
+ * once, marked responsive meanwhile, and hands the expensive ones to the
+ * runner. A node reads its input slots without the lock: they were
  * filled before it became ready and nobody else touches them. The step
  * ends when no node is ready or running; cancellation (its reason is the
  * step's first error) is polled before each node.
@@ -88,11 +93,12 @@ static void run_task(tf_task *task) {
   process(task->p[0], t);
 }
 
-/* Splits newly ready nodes between this thread's stack and the runner. */
+/* Splits newly ready nodes between this thread's stack and the runner.
+ * A responsive thread (tf_thread_set_responsive) keeps no expensive one. */
 static void distribute(exec_step *s, ready_list *ready, ready_list *stack) {
   if (ready->n == 0) return; /* the step may be gone */
   tf_workq *runner = s->e->runner;
-  int keep = -1;
+  int keep = runner != NULL && tf_thread_is_responsive() ? INT32_MAX : -1;
   for (int i = 0; i < ready->n; i++) {
     const tagged *t = &ready->v[i];
     if (runner == NULL || t->dead || (s->e->items[t->item].flags & IT_CHEAP)) {
@@ -105,7 +111,7 @@ static void distribute(exec_step *s, ready_list *ready, ready_list *stack) {
       tf_workq_schedule(runner, &task);
     }
   }
-  if (keep >= 0) tf__ready_push(stack, ready->v[keep]);
+  if (keep >= 0 && keep < ready->n) tf__ready_push(stack, ready->v[keep]);
   ready->n = 0;
 }
 
@@ -293,12 +299,16 @@ static void async_done(void *arg) {
   if (inline_here) {
     distribute(s, &ready, stack);
   } else if (runner != NULL) {
-    for (int i = 0; i < ready.n; i++) {
-      tagged *t = &ready.v[i];
-      tf_task task = {.fn = run_task, .p = {s, t->frame, t->is},
-                      .i = {t->item, t->dead}};
-      tf_workq_schedule(runner, &task);
-    }
+    /* Another thread completed the kernel (a transport's, or another
+     * kernel's): the cheap successors run here, at once, and the
+     * expensive ones go to the runner. */
+    bool was = tf_thread_set_responsive(true);
+    ready_list mine;
+    tf__ready_init(&mine);
+    distribute(s, &ready, &mine);
+    for (int i = 0; i < mine.n; i++) process(s, mine.v[i]);
+    tf__ready_fini(&mine);
+    tf_thread_set_responsive(was);
   } else {
     for (int i = 0; i < ready.n; i++) process(s, ready.v[i]);
   }

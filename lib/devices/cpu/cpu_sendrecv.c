@@ -146,10 +146,11 @@ static void recv_async(tf_kernel_ctx *ctx, void (*done)(void *), void *arg) {
 
 static const tf_kernel_def sendrecv_kernels[] = {
     {.op = "_Send", .device_type = TF_DEVICE_CPU, .dtype = TF_DTYPE_ANY,
-     .init = sr_init, .compute_async = send_async, .free_state = sr_free},
+     .init = sr_init, .compute_async = send_async, .free_state = sr_free,
+     .flags = TF_KERNEL_CHEAP},
     {.op = "_Recv", .device_type = TF_DEVICE_CPU, .dtype = TF_DTYPE_ANY,
      .type_attr = "tensor_type", .init = sr_init, .compute_async = recv_async,
-     .free_state = sr_free},
+     .free_state = sr_free, .flags = TF_KERNEL_CHEAP},
 };
 
 TF_REGISTER_KERNELS(sendrecv_kernels)
