@@ -55,6 +55,7 @@ void tf_rpc_server_options_init(tf_rpc_server_options *o, const char *url) {
 
 static void server_free(tf_rpc_server *s);
 static void serve_task(tf_task *t);
+static void serve_received(tf__rpc_call *c);
 
 /* Under s->mu: the slot stops; true when the server must now be freed. */
 static bool park_locked(tf__rpc_call *c) {
@@ -142,7 +143,7 @@ static void call_error(tf__rpc_call *c, const tf_status *st) {
 
 static void on_recv(tf__rpc_call *c, int rv) {
   tf_rpc_server *s = c->s;
-  bool free_now = false;
+  bool free_now = false, here = false;
   nng_msg *m = rv == 0 ? nng_aio_get_msg(c->aio) : NULL;
   pthread_mutex_lock(&s->mu);
   if (rv != 0 && rv != NNG_ECLOSED && !atomic_load(&s->stopping)) {
@@ -165,12 +166,18 @@ static void on_recv(tf__rpc_call *c, int rv) {
     atomic_store(&c->holds, 2); /* the handler's run and the reply's send */
     atomic_store(&c->state, TF__SLOT_SERVE);
     tf__conns_call_begin(s->conns, c->pipe);
-    tf_task t = {.fn = serve_task, .p = {c}};
-    tf_workq_schedule(s->q, &t);
+    if (s->runs_inline == NULL) {
+      tf_task t = {.fn = serve_task, .p = {c}};
+      tf_workq_schedule(s->q, &t);
+    } else {
+      here = true;
+    }
   }
   pthread_mutex_unlock(&s->mu);
   nng_msg_free(m); /* received after close */
-  if (free_now) {
+  if (here) {
+    serve_received(c);
+  } else if (free_now) {
     server_free(s);
   }
 }
@@ -319,11 +326,31 @@ static bool admit(tf__rpc_call *c) {
 
 static void serve_task(tf_task *t) {
   tf__rpc_call *c = t->p[0];
-  if (admit(c)) {
+  bool admitted = t->i[0] != 0;
+  if (admitted || admit(c)) {
     c->counted = true;
     c->s->h(c->s->arg, c);
   }
   call_release(c); /* the handler returned */
+}
+
+/* On the NNG thread that received c (the server has runs_inline): admits
+ * it, then runs its handler here when its method runs inline, else hands
+ * it to a handler thread. */
+static void serve_received(tf__rpc_call *c) {
+  tf_rpc_server *s = c->s;
+  if (!admit(c)) {
+    call_release(c);
+  } else if (s->runs_inline(s->arg, c->req->h.method)) {
+    c->counted = true;
+    bool was = tf_thread_set_responsive(true);
+    s->h(s->arg, c);
+    tf_thread_set_responsive(was);
+    call_release(c);
+  } else {
+    tf_task t = {.fn = serve_task, .p = {c}, .i = {1}};
+    tf_workq_schedule(s->q, &t);
+  }
 }
 
 /* ---- the call API ------------------------------------------------------- */
@@ -489,6 +516,7 @@ static tf_code server_start(const tf_rpc_server_options *o, tf_rpc_handler h,
   s->self_inc = o->self_incarnation;
   s->h = h;
   s->arg = arg;
+  s->runs_inline = o->runs_inline;
   s->owned_arg = owned;
   s->log = o->log;
   s->log_arg = o->log_arg;

@@ -27,6 +27,7 @@
 #define TF_TRANSPORT_RPC_H
 
 #include <nng/nng.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lib/transport/wire.h"
@@ -39,7 +40,9 @@ typedef struct tf_rpc_server tf_rpc_server;
  * struct tag: the plain name tf_rpc_call is the client's call function. */
 struct tf_rpc_call;
 
-/* Runs on one of the server's handler threads for each request. It must
+/* Runs for each request on one of the server's handler threads, or on the
+ * NNG thread that received it when the server's runs_inline says so for
+ * its method (see tf_rpc_server_options). It must
  * finish the call exactly once -- tf_rpc_reply or tf_rpc_reply_error,
  * before returning or later, from any thread (a completion callback) --
  * and never block waiting for another task. A second finish panics
@@ -85,6 +88,14 @@ typedef struct tf_rpc_server_options {
   const char *self_task;
   uint64_t self_incarnation;
   int64_t stop_wait_ms;        /* >= 0: stop waits this long for unfinished calls */
+  /* Methods served on the NNG thread that received them (NULL: none): a
+   * method for which this returns true skips the hand-off to a handler
+   * thread, saving a thread wake-up per request. Its handler then runs
+   * with the thread marked responsive (tf_thread_set_responsive: a graph
+   * started there runs only cheap nodes in place) and must neither block
+   * nor run long work; it may finish the call in place or later. Called
+   * with the server's arg, on NNG threads. */
+  bool (*runs_inline)(void *arg, int method);
   tf_rpc_log_fn log;           /* NULL: lines go to stderr */
   void *log_arg;
 } tf_rpc_server_options;

@@ -64,6 +64,7 @@ struct tf_rpc_server {
   int port;
   tf_rpc_handler h;
   void *arg;
+  bool (*runs_inline)(void *arg, int method); /* NULL: every method on q */
   void *owned_arg;        /* freed with the server (the sync adapter) */
   tf_rpc_log_fn log;
   void *log_arg;

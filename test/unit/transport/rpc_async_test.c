@@ -6,11 +6,14 @@
  * never finishes is logged by stop, which returns after stop_wait_ms and
  * frees the server when the call is finished late; stop with calls in
  * flight waits for their owners and their replies still arrive; stop
- * wakes waiting retries. Every wait is bounded. */
+ * wakes waiting retries; methods the server runs inline are handled on
+ * NNG's thread, marked responsive, and the others on a handler thread,
+ * deferred or not. Every wait is bounded. */
 #include <pthread.h>
 #include <signal.h>
 #include <syslog.h>
 
+#include "lib/transport/rpc_server.h"
 #include "test/unit/transport/rpc_testlib.h"
 
 /* GetStatus is answered at once; every other method is deferred: the call
@@ -382,6 +385,71 @@ START_TEST(test_stop_wakes_waiting_retries) {
 }
 END_TEST
 
+/* ---- methods served inline ---------------------------------------------- */
+
+static tf_rpc_server *inline_srv;
+static atomic_int inline_seen[2];   /* RunGraph runs on NNG's thread, responsive */
+static atomic_int handler_seen[2];  /* GetStatus runs on a handler thread, not */
+
+static bool run_graph_inline(void *arg, int method) { return method == TF_M_RUN_GRAPH; }
+
+static void where_handler(void *arg, struct tf_rpc_call *c) {
+  bool on_q = tf_workq_is_worker(inline_srv->q);
+  bool resp = tf_thread_is_responsive();
+  if (tf_rpc_call_request(c)->h.method == TF_M_RUN_GRAPH) {
+    atomic_fetch_add(&inline_seen[!on_q && resp], 1);
+  } else {
+    atomic_fetch_add(&handler_seen[on_q && !resp], 1);
+  }
+  int64_t v = 0;
+  tf_wire_get_i64(&tf_rpc_call_request(c)->body, "v", "test", &v, NULL);
+  if (v < 0) {
+    defer_handler(&P, c); /* answered later, from the test's thread */
+  } else {
+    answer(c);
+  }
+}
+
+START_TEST(test_inline_methods_run_on_nng_threads) {
+  pthread_mutex_init(&P.mu, NULL);
+  tf_rpc_server_options o;
+  tf_rpc_server_options_init(&o, "tcp://127.0.0.1:0");
+  o.handler_threads = 2;
+  o.runs_inline = run_graph_inline;
+  tf_status st;
+  ck_assert_msg(tf_rpc_server_start(&o, where_handler, NULL, &inline_srv, &st) == TF_OK,
+                "%s", st.msg);
+  char url[64];
+  rt_tcp_url(inline_srv, url, sizeof url);
+  tf_rpc_client *c = rt_client(url, 0);
+  atomic_int done = 0;
+  static box b[64];
+  for (int i = 0; i < 64; i++) {
+    int method = i % 2 == 0 ? TF_M_RUN_GRAPH : TF_M_GET_STATUS;
+    int64_t v = i % 4 == 0 ? -i - 1 : i; /* a quarter deferred, all RunGraph */
+    b[i] = (box){.done = &done, .want = 2 * v};
+    call_v(c, method, tf_rpc_new_request_id(), v, 10000, &b[i]);
+  }
+  wait_count(&P.handled, 16); /* the deferred ones, queued in P */
+  static struct tf_rpc_call *calls[512];
+  int n = take_pending(calls);
+  ck_assert_int_eq(n, 16);
+  for (int i = 0; i < n; i++) answer(calls[i]);
+  wait_count(&done, 64);
+  for (int i = 0; i < 64; i++) {
+    ck_assert_msg(b[i].st.code == TF_OK, "%d: %s", i, b[i].st.msg);
+    ck_assert_int_eq(b[i].got, b[i].want);
+  }
+  ck_assert_int_eq(atomic_load(&inline_seen[1]), 32);
+  ck_assert_int_eq(atomic_load(&inline_seen[0]), 0);
+  ck_assert_int_eq(atomic_load(&handler_seen[1]), 32);
+  ck_assert_int_eq(atomic_load(&handler_seen[0]), 0);
+  ck_assert_int_eq(tf_rpc_server_served(inline_srv), 64);
+  tf_rpc_client_free(c);
+  tf_rpc_server_stop(inline_srv);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("rpc_async");
   TCase *tc = tcase_create("rpc_async");
@@ -393,6 +461,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_never_finished_call_is_logged_at_stop);
   tcase_add_test(tc, test_stop_waits_for_calls_in_flight);
   tcase_add_test(tc, test_stop_wakes_waiting_retries);
+  tcase_add_test(tc, test_inline_methods_run_on_nng_threads);
   suite_add_tcase(s, tc);
   return s;
 }
