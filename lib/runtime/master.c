@@ -471,6 +471,10 @@ static void server_log(void *arg, int prio, const char *msg) {
   tf_log(prio, "%s", msg);
 }
 
+/* RunStep never blocks (a signature not seen before is built on
+ * m->build_q): it is served on the NNG thread that received it. */
+static bool runs_inline(void *arg, int method) { return method == TF_M_RUN_STEP; }
+
 /* Serves the master's address: handler_threads = threads.rpc; calls in
  * progress: a session's control calls (max_sessions) plus the steps
  * (max_steps) plus 64 for status, health and refused requests -- a RunStep
@@ -488,6 +492,7 @@ static tf_code serve(tf_master *m, tf_status *st) {
   o.self_task = TF_MSG_MASTER_TASK;
   o.self_incarnation = m->incarnation;
   o.log = server_log;
+  o.runs_inline = runs_inline;
   return tf_rpc_server_start(&o, handle, m, &m->srv, st);
 }
 
@@ -504,6 +509,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   m->url = tf_cluster_task_url(spec, "master", 0);
   m->incarnation = tf__random_u64();
   m->costs = tf_cost_model_new();
+  m->build_q = tf_workq_new(2, "tfm-build");
   pthread_mutex_init(&m->mu, NULL);
   pthread_cond_init(&m->idle_cv, NULL);
   pthread_cond_init(&m->inflight_cv, NULL);
@@ -580,6 +586,8 @@ void tf_master_free(tf_master *m) {
   tf__ms_abort_steps(m, -1, 0, TF_UNAVAILABLE, why);
   tf_rpc_server_stop(m->srv);
   m->srv = NULL;
+  tf_workq_free(m->build_q); /* queued builds run (their steps are over) */
+  m->build_q = NULL;
   tf__ms_timer_stop(m);
   /* No new calls to tasks; those in flight fail once the clients close,
    * and their callbacks touch m: wait for every one of them. */

@@ -10,6 +10,7 @@
 
 #include "lib/core/base/refcount.h"
 #include "lib/core/base/strmap.h"
+#include "lib/core/base/workqueue.h"
 #include "lib/core/graph/prune.h"
 #include "lib/runtime/master.h"
 #include "lib/runtime/partition.h"
@@ -100,6 +101,7 @@ struct tf_master {
   bool timer_on;
   pthread_cond_t timer_cv; /* a step was added, or the timer must stop */
   tf_cost_model *costs;
+  tf_workq *build_q;   /* prunes, places and partitions new signatures */
 };
 
 /* A writer for the OK reply to req, from the master (its task name and
@@ -157,9 +159,11 @@ void tf__ms_deregister(tf_master *m, uint64_t session, const ms_prepared *p);
 
 /* The prepared partitions of sig in s, or NULL with st set. */
 typedef void (*tf__ms_prepared_fn)(void *arg, ms_prepared *p, const tf_status *st);
-/* Gets sig's prepared partitions from s's cache, or builds them and
- * registers them on their tasks without blocking; done runs exactly once
- * (possibly in the caller). The caller holds a reference on s. */
+/* Gets sig's prepared partitions from s's cache (done runs in the caller),
+ * or builds them on m->build_q (never on the caller's thread, which may be
+ * an NNG thread) and registers them on their tasks without blocking; done
+ * runs exactly once. The caller holds a reference on s, and sig stays
+ * valid until done. */
 void tf__ms_prepare(tf_master *m, ms_session *s, const tf__sig *sig,
                     tf__ms_prepared_fn done, void *arg);
 /* Drops stale (a task restarted under it) from s's cache if it is still

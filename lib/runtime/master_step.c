@@ -282,6 +282,16 @@ static void free_bufs(void **bufs, size_t *lens, int n) {
   free(lens);
 }
 
+typedef struct build_job {
+  tf_master *m;
+  ms_session *s;
+  const tf__sig *sig;
+  tf__ms_prepared_fn done;
+  void *arg;
+} build_job;
+
+static void build_task(tf_task *t);
+
 void tf__ms_prepare(tf_master *m, ms_session *s, const tf__sig *sig,
                     tf__ms_prepared_fn done, void *arg) {
   tf_status st;
@@ -299,6 +309,24 @@ void tf__ms_prepare(tf_master *m, ms_session *s, const tf__sig *sig,
     done(arg, p, &st);
     return;
   }
+  build_job *j = tf__xcalloc(1, sizeof *j);
+  *j = (build_job){m, s, sig, done, arg};
+  tf_task t = {.fn = build_task, .p = {j}};
+  tf_workq_schedule(m->build_q, &t);
+}
+
+/* On m->build_q: builds sig's partitions and starts registering them. */
+static void build_task(tf_task *t) {
+  build_job j = *(build_job *)t->p[0];
+  free(t->p[0]);
+  tf_master *m = j.m;
+  ms_session *s = j.s;
+  const tf__sig *sig = j.sig;
+  tf__ms_prepared_fn done = j.done;
+  void *arg = j.arg;
+  tf_status st;
+  tf_status_init(&st);
+  ms_prepared *p = NULL;
   void **bufs = NULL;
   size_t *lens = NULL;
   if (build(m, s, sig, &p, &bufs, &lens, &st) != TF_OK) {

@@ -247,6 +247,13 @@ static void server_log(void *arg, int prio, const char *msg) {
   tf_log(prio, "%s", msg);
 }
 
+/* RunGraph and TensorPush never block (the executor runs only cheap
+ * nodes on an NNG thread and hands the rest to its runner): they are
+ * served on the NNG thread that received them. */
+static bool runs_inline(void *arg, int method) {
+  return method == TF_M_RUN_GRAPH || method == TF_M_TENSOR_PUSH;
+}
+
 /* Serves url with the spec's limits (docs/operations.md). */
 static tf_code serve(tf_worker *w, const char *url, tf_status *st) {
   const tf_cluster_spec *spec = w->spec;
@@ -261,6 +268,7 @@ static tf_code serve(tf_worker *w, const char *url, tf_status *st) {
   o.self_task = w->task_prefix;
   o.self_incarnation = w->incarnation;
   o.log = server_log;
+  o.runs_inline = runs_inline;
   return tf_rpc_server_start(&o, handle, w, &w->srv, st);
 }
 
