@@ -35,12 +35,6 @@
  * for. */
 #define TF_WK_CALL_HEADROOM 256
 
-/* Tensors of at least this many bytes (not strings, not dead values) go
- * to a peer over its tensor stream (worker_stream.c) when it serves one;
- * smaller ones by TensorPush, whose fixed cost is lower. At 1 MiB the
- * message path's two extra copies already cost more than the stream's
- * separate connection. */
-#define TF_WK_STREAM_MIN_BYTES ((size_t)1 << 20)
 /* A peer that advertised no tensor stream is asked again after this. */
 #define TF_WK_PEER_RECHECK_MS 30000
 

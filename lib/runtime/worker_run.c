@@ -2,22 +2,25 @@
  * TensorPush (a tensor another task sent to this one) and the remote send
  * of this task's tensors to other tasks.
  *
- * Tensors move by sender push: a _Send whose receiver lives on another
- * task becomes one TensorPush request to that task's worker, which puts
- * it into the step's rendezvous table (made on arrival if the receiver's
- * part of the step has not started yet). Tensors of at least
- * TF_WK_STREAM_MIN_BYTES go over the receiver's tensor stream instead,
- * when it serves one (worker_stream.c). The _Send completes as soon as
- * the push is handed to the transport (no round trip on the step's
- * critical path); the step's reply waits for the pushes' answers, and a
- * failed delivery (an error reply or a transport failure) cancels the
- * sending step with that status, naming the receiver and the key, so the
- * master learns it and aborts the rest of the step.
+ * Tensors move by sender push. A _Send whose receiver lives on another
+ * task goes over the receiver's tensor stream when it serves one
+ * (worker_stream.c: every tensor but strings and dead values; the
+ * receiver reports a frame it refuses by failing its own part of the
+ * step). Otherwise it becomes one TensorPush request to that task's
+ * worker, which puts it into the step's rendezvous table (made on arrival
+ * if the receiver's part of the step has not started yet). A TensorPush's
+ * _Send completes as soon as the push is handed to the transport (no
+ * round trip on the step's critical path); the step's reply waits for the
+ * pushes' answers, and a failed delivery (an error reply or a transport
+ * failure) cancels the sending step with that status, naming the receiver
+ * and the key, so the master learns it and aborts the rest of the step.
  *
  * RunGraph is asynchronous: the handler decodes, admits (limits.max_steps)
  * and starts the executor; the step's completion callback sends the
  * reply. TensorPush never blocks: it puts the tensor into the step's
- * table (limits.max_pushed_mb bounds what waits there unreceived). */
+ * table (limits.max_pushed_mb bounds what waits there unreceived). Both
+ * run on the NNG thread that received them (worker.c's runs_inline), where
+ * the executor runs only cheap nodes and hands the others to its runner. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,9 +329,12 @@ void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
     done(done_arg, &st);
     return;
   }
-  bool large = !is_dead && t != NULL && t->dtype != TF_STRING &&
-               t->nbytes >= TF_WK_STREAM_MIN_BYTES;
-  if (!large || !tf__wk_stream_send(w, url, task, step_id, key, t, done, done_arg)) {
+  /* Every tensor but strings and dead values goes by the receiver's
+   * stream when it has one: a frame costs no answer and no reply, where a
+   * TensorPush costs a request and a reply through two NNG protocol
+   * layers (docs/benchmarks.md, "Services"). */
+  bool streamable = !is_dead && t != NULL && t->dtype != TF_STRING;
+  if (!streamable || !tf__wk_stream_send(w, url, task, step_id, key, t, done, done_arg)) {
     tf__wk_push_message(w, url, task, step_id, key, t, is_dead, done, done_arg);
   }
   free(url);

@@ -3,15 +3,15 @@
  *
  * Each worker serves a tensor-stream server on its RPC host (a free port)
  * and advertises its URL in its GetStatus reply (`tensor_stream`). A
- * sender sends a tensor of at least TF_WK_STREAM_MIN_BYTES (not a string,
- * not dead) to a peer over the stream once it knows the peer's stream URL:
+ * sender sends every tensor (not a string, not dead) to a peer over the
+ * stream once it knows the peer's stream URL:
  * it asks the peer once (GetStatus, asynchronously; the sends that arrive
  * meanwhile wait in the peer's queue), caches the answer per peer URL with
  * the peer's incarnation (the frames name it, so a restarted peer refuses
  * them) and keeps one tf_tstream_client per peer. A peer that advertises
  * no stream (an older worker) gets the message path, and is asked again
  * after TF_WK_PEER_RECHECK_MS; a failed GetStatus sends that batch by the
- * message path and asks again on the next large send.
+ * message path and asks again on the next send.
  *
  * The _Send completes when its frame was handed to the kernel (the
  * stream's done). A failed send fails the _Send and cancels the sending

@@ -2,8 +2,9 @@
  * RPC handler threads: 64 steps whose partitions wait for each other's
  * tensors (a round trip worker 0 -> 1 -> 0 per step) all run at once and
  * complete with the right values, since no handler waits for another
- * task; and a _Send whose delivery fails (the receiver's pushed-bytes cap,
- * a receiver that already cleaned the step up) fails the sending step with
+ * task; and a _Send by TensorPush (a string tensor: numbers go by the
+ * tensor stream) whose delivery fails (the receiver's pushed-bytes cap, a
+ * receiver that already cleaned the step up) fails the sending step with
  * the receiver's status, naming the receiver and the key, promptly even
  * when the step would otherwise wait. */
 #include "test/unit/runtime/rt_testlib2.h"
@@ -38,7 +39,7 @@ static void pair_stop(pair *p) {
 /* _Send of in as tensor from worker `from` to worker `to`. */
 static void send_node(tf_graph *g, const char *name, tf_output in, const char *tensor,
                       const pair *p, int from, int to) {
-  tf_attr_kv kv[] = {{"T", tf_attr_type_v(TF_FLOAT32)},
+  tf_attr_kv kv[] = {{"T", tf_attr_type_v(tf_node_output_type(in.node, in.index))},
                      {"tensor_name", tf_attr_string(tensor)},
                      {"send_device", tf_attr_string(tf_worker_device_name(p->w[from]))},
                      {"send_device_incarnation",
@@ -125,11 +126,25 @@ START_TEST(many_cross_task_steps_two_threads) {
 }
 END_TEST
 
-/* Worker 0 sends an 8000-byte constant to worker 1 (cap 4096 bytes), and
- * with wait_back also waits for a reply that never comes. */
+/* A string tensor of n elements (n * sizeof(tf_string) bytes as the
+ * pushed-bytes cap counts them). */
+static tf_tensor *strings(int n) {
+  tf_tensor *t = NULL;
+  tf_status st;
+  tf_shape sh = tf_shape_of(1, n);
+  ck_assert(tf_tensor_new(TF_STRING, &sh, &t, &st) == TF_OK);
+  for (int i = 0; i < n; i++) {
+    ck_assert(tf_tensor_set_string(t, i, "x", 1, &st) == TF_OK);
+  }
+  return t;
+}
+
+/* Worker 0 sends a 500-string constant (8000 bytes counted) to worker 1
+ * (cap 4096 bytes), and with wait_back also waits for a reply that never
+ * comes. */
 static tf_graph *big_send_graph(const pair *p, bool wait_back) {
   tf_graph *g = tf_graph_new();
-  tf_node *c = rt_const(g, "big", NULL, tt_rand(TF_FLOAT32, tf_shape_of(1, 2000), -1, 1));
+  tf_node *c = rt_const(g, "big", NULL, strings(500));
   send_node(g, "send_big", rt_out(c), "big", p, 0, 1);
   if (wait_back) ret_node(g, "ret", rt_out(recv_node(g, "recv", "never", p, 1, 0)), 0);
   return g;

@@ -1,7 +1,7 @@
-/* worker_stream_test.c: large tensors between two in-process workers go
- * over the receiver's tensor stream, small ones by TensorPush: a 4 MiB
- * tensor crosses by the stream bit-exact, a 1 KiB one by the message path
- * (the receiver's stream counters tell which); the receiver's pushed-bytes
+/* worker_stream_test.c: tensors between two in-process workers go over
+ * the receiver's tensor stream, strings by TensorPush: a 4 MiB and a
+ * 1 KiB tensor cross by the stream bit-exact, a string tensor by the
+ * message path (the receiver's stream counters tell which); the receiver's pushed-bytes
  * cap refuses a large frame and the receiver's part of the step fails with
  * RESOURCE_EXHAUSTED naming the cap (promptly when it is running, at once
  * when it starts later); a peer that advertises no stream in its GetStatus
@@ -50,10 +50,15 @@ static const char *dev_name(int task) {
                    : "/job:worker/replica:0/task:1/device:CPU:0";
 }
 
+/* The tensors named "text..." are strings, the others float32. */
+static tf_dtype dtype_of(const char *tensor) {
+  return strncmp(tensor, "text", 4) == 0 ? TF_STRING : TF_FLOAT32;
+}
+
 /* _Send of in as tensor from task 0 to task 1 (incarnation of task 0). */
 static void send_node(tf_graph *g, const char *name, tf_output in, const char *tensor,
                       uint64_t inc0) {
-  tf_attr_kv kv[] = {{"T", tf_attr_type_v(TF_FLOAT32)},
+  tf_attr_kv kv[] = {{"T", tf_attr_type_v(dtype_of(tensor))},
                      {"tensor_name", tf_attr_string(tensor)},
                      {"send_device", tf_attr_string(dev_name(0))},
                      {"send_device_incarnation", tf_attr_int((int64_t)inc0)},
@@ -63,7 +68,7 @@ static void send_node(tf_graph *g, const char *name, tf_output in, const char *t
 
 static tf_output recv_node(tf_graph *g, const char *name, const char *tensor,
                            uint64_t inc0) {
-  tf_attr_kv kv[] = {{"tensor_type", tf_attr_type_v(TF_FLOAT32)},
+  tf_attr_kv kv[] = {{"tensor_type", tf_attr_type_v(dtype_of(tensor))},
                      {"tensor_name", tf_attr_string(tensor)},
                      {"send_device", tf_attr_string(dev_name(0))},
                      {"send_device_incarnation", tf_attr_int((int64_t)inc0)},
@@ -72,12 +77,13 @@ static tf_output recv_node(tf_graph *g, const char *name, const char *tensor,
 }
 
 static void ret_node(tf_graph *g, const char *name, tf_output in, int index) {
-  tf_attr_kv kv[] = {{"T", tf_attr_type_v(TF_FLOAT32)}, {"index", tf_attr_int(index)}};
+  tf_attr_kv kv[] = {{"T", tf_attr_type_v(tf_node_output_type(in.node, in.index))},
+                     {"index", tf_attr_int(index)}};
   rt_node(g, "_Retval", name, NULL, &in, 1, kv, 2);
 }
 
-static tf_output arg_node(tf_graph *g, const char *name, int index) {
-  tf_attr_kv ak[] = {{"T", tf_attr_type_v(TF_FLOAT32)}, {"index", tf_attr_int(index)}};
+static tf_output arg_node(tf_graph *g, const char *name, int index, tf_dtype dt) {
+  tf_attr_kv ak[] = {{"T", tf_attr_type_v(dt)}, {"index", tf_attr_int(index)}};
   return rt_out(rt_node(g, "_Arg", name, NULL, NULL, 0, ak, 2));
 }
 
@@ -88,7 +94,7 @@ static tf_graph *sender_graph(const char *const *names, int n, uint64_t inc0) {
     char an[32], sn[32];
     snprintf(an, sizeof an, "arg_%d", i);
     snprintf(sn, sizeof sn, "send_%d", i);
-    send_node(g, sn, arg_node(g, an, i), names[i], inc0);
+    send_node(g, sn, arg_node(g, an, i, dtype_of(names[i])), names[i], inc0);
   }
   return g;
 }
@@ -116,40 +122,59 @@ static tf_tstream_server_stats stream_stats(tf_worker *w) {
   return tf_tstream_server_stats_get(w->tsrv);
 }
 
-/* 4 MiB and 1 KiB float32 tensors from task 0 to task 1, two steps: the
- * large one by the stream (one frame per step, its bytes counted), the
- * small one by TensorPush; both bit-exact. */
-START_TEST(large_by_stream_small_by_message) {
+/* A string tensor of n elements "s0", "s1", ... */
+static tf_tensor *strings(int n) {
+  tf_tensor *t = NULL;
+  tf_status st;
+  tf_shape sh = tf_shape_of(1, n);
+  ck_assert(tf_tensor_new(TF_STRING, &sh, &t, &st) == TF_OK);
+  for (int i = 0; i < n; i++) {
+    char b[16];
+    int len = snprintf(b, sizeof b, "s%d", i);
+    ck_assert(tf_tensor_set_string(t, i, b, (size_t)len, &st) == TF_OK);
+  }
+  return t;
+}
+
+/* 4 MiB and 1 KiB float32 tensors and a string tensor from task 0 to
+ * task 1, two steps: the float ones by the stream (two frames per step,
+ * their bytes counted), the strings by TensorPush; all bit-exact. */
+START_TEST(tensors_by_stream_strings_by_message) {
   pair p;
   pair_start(&p, 2, 0);
   uint64_t inc0 = tf_worker_incarnation(p.w[0]);
-  const char *names[] = {"big", "small"};
-  tf_graph *g0 = sender_graph(names, 2, inc0), *g1 = tf_graph_new();
-  ret_node(g1, "ret_big", recv_node(g1, "recv_big", "big", inc0), 0);
-  ret_node(g1, "ret_small", recv_node(g1, "recv_small", "small", inc0), 1);
+  const char *names[] = {"big", "small", "text"};
+  tf_graph *g0 = sender_graph(names, 3, inc0), *g1 = tf_graph_new();
+  for (int k = 0; k < 3; k++) {
+    char rn[32], tn[32];
+    snprintf(rn, sizeof rn, "recv_%s", names[k]);
+    snprintf(tn, sizeof tn, "ret_%s", names[k]);
+    ret_node(g1, tn, recv_node(g1, rn, names[k], inc0), k);
+  }
   uint64_t h0 = rt2_register(p.c[0], g0), h1 = rt2_register(p.c[1], g1);
   for (int step = 0; step < 2; step++) {
-    tf_tensor *xs[2] = {tt_rand(TF_FLOAT32, tf_shape_of(2, 1024, 1024), -1e6, 1e6),
-                        tt_rand(TF_FLOAT32, tf_shape_of(1, 256), -1, 1)};
+    tf_tensor *xs[3] = {tt_rand(TF_FLOAT32, tf_shape_of(2, 1024, 1024), -1e6, 1e6),
+                        tt_rand(TF_FLOAT32, tf_shape_of(1, 256), -1, 1), strings(5)};
     rt2_async a0, a1;
     rt2_async_start(&a1, p.c[1], rt2_run_graph_msg(h1, 10 + (uint64_t)step, 10000, NULL,
-                                                   0, 2), 10000);
+                                                   0, 3), 10000);
     rt2_async_start(&a0, p.c[0], rt2_run_graph_msg(h0, 10 + (uint64_t)step, 10000, xs,
-                                                   2, 0), 10000);
+                                                   3, 0), 10000);
     ck_assert(rt2_async_wait(&a0, 10000) && rt2_async_wait(&a1, 10000));
     ck_assert_msg(a0.st.code == TF_OK, "sender: %s", a0.st.msg);
     ck_assert_msg(a1.st.code == TF_OK, "receiver: %s", a1.st.msg);
-    for (uint32_t k = 0; k < 2; k++) {
+    for (uint32_t k = 0; k < 3; k++) {
       tf_tensor *got = ret_of(a1.reply, k);
-      ck_same(got, xs[k]);
+      ck_assert(tf_tensor_equal(got, xs[k]));
+      if (k < 2) ck_same(got, xs[k]);
       tf_tensor_unref(got);
       tf_tensor_unref(xs[k]);
     }
     rt2_async_fini(&a0);
     rt2_async_fini(&a1);
     tf_tstream_server_stats s = stream_stats(p.w[1]);
-    ck_assert_uint_eq(s.frames, (uint64_t)step + 1);
-    ck_assert_uint_eq(s.payload_bytes, (uint64_t)(step + 1) * (4u << 20));
+    ck_assert_uint_eq(s.frames, 2 * (uint64_t)(step + 1));
+    ck_assert_uint_eq(s.payload_bytes, (uint64_t)(step + 1) * ((4u << 20) + 1024));
     ck_assert_uint_eq(s.deliver_errors + s.bad_frames + s.wrong_task, 0);
   }
   ck_assert_uint_eq(stream_stats(p.w[0]).frames, 0); /* nothing went 1 -> 0 */
@@ -395,7 +420,7 @@ Suite *tt_suite(void) {
   Suite *s = suite_create("worker_stream");
   TCase *tc = tcase_create("stream");
   tcase_set_timeout(tc, 45);
-  tcase_add_test(tc, large_by_stream_small_by_message);
+  tcase_add_test(tc, tensors_by_stream_strings_by_message);
   tcase_add_test(tc, pushed_cap_refuses_large_frame);
   tcase_add_test(tc, peer_without_stream_gets_message_path);
   tcase_add_test(tc, receiver_killed_mid_tensor_fails_sender);
