@@ -5,8 +5,9 @@
  * address. It holds the task's CPU device, one resource manager (variables
  * and queues outlive sessions, as in TF), registered partition graphs with
  * their executors, and the per-step rendezvous. Tensors for other tasks
- * are pushed to the receiving worker (TensorPush; tensors of 1 MiB and
- * more over its tensor stream, which GetStatus advertises). Linkable into one
+ * are pushed to the receiving worker over its tensor stream, which
+ * GetStatus advertises (strings and dead values by TensorPush). RunGraph
+ * and TensorPush are served on NNG's threads. Linkable into one
  * process with a master and clients (tests, benchmarks). */
 #ifndef TF_RUNTIME_WORKER_H
 #define TF_RUNTIME_WORKER_H

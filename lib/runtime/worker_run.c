@@ -332,7 +332,7 @@ void tf__wk_remote_send(void *arg, uint64_t step_id, const char *key,
   /* Every tensor but strings and dead values goes by the receiver's
    * stream when it has one: a frame costs no answer and no reply, where a
    * TensorPush costs a request and a reply through two NNG protocol
-   * layers (docs/benchmarks.md, "Services"). */
+   * layers (docs/benchmarks.md, "Null steps: fewer thread wake-ups"). */
   bool streamable = !is_dead && t != NULL && t->dtype != TF_STRING;
   if (!streamable || !tf__wk_stream_send(w, url, task, step_id, key, t, done, done_arg)) {
     tf__wk_push_message(w, url, task, step_id, key, t, is_dead, done, done_arg);
