@@ -307,6 +307,7 @@ includedir  ?= $(PREFIX)/include
 datadir     ?= $(PREFIX)/share
 docdir      ?= $(datadir)/doc/tf
 confdir     ?= $(datadir)/tf/conf
+completionsdir ?= $(datadir)/bash-completion/completions
 pkgconfigdir ?= $(libdir)/pkgconfig
 INSTALL     ?= install
 
@@ -321,7 +322,7 @@ PC_LIBS_PRIVATE = $(strip $(shell printf '%s\n' $(LDLIBS) | awk '!seen[$$0]++' |
 
 install: $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 	$(INSTALL) -d $(DESTDIR)$(includedir)/tf $(DESTDIR)$(libdir) $(DESTDIR)$(pkgconfigdir) \
-	  $(DESTDIR)$(bindir) $(DESTDIR)$(confdir) $(DESTDIR)$(docdir)
+	  $(DESTDIR)$(bindir) $(DESTDIR)$(confdir) $(DESTDIR)$(docdir) $(DESTDIR)$(completionsdir)
 	$(INSTALL) -m 644 $(INST_HEADERS) $(DESTDIR)$(includedir)/tf/
 	$(INSTALL) -m 644 $(STATIC) $(DESTDIR)$(libdir)/
 	$(INSTALL) -m 755 $(SHARED_REAL) $(DESTDIR)$(libdir)/
@@ -332,6 +333,7 @@ install: $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 	  tf.pc.in > $(DESTDIR)$(pkgconfigdir)/tf.pc
 	chmod 644 $(DESTDIR)$(pkgconfigdir)/tf.pc
 	$(INSTALL) -m 755 $(CMD_BINS) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 cmd/tfctl/tfctl.bash $(DESTDIR)$(completionsdir)/tfctl
 	$(INSTALL) -m 644 $(INST_CONF) $(DESTDIR)$(confdir)/
 	$(INSTALL) -m 644 $(INST_DOCS) $(DESTDIR)$(docdir)/
 
@@ -342,6 +344,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(libdir)/,libtf.a libtf.so $(SONAME) libtf.so.$(VERSION))
 	rm -f $(DESTDIR)$(pkgconfigdir)/tf.pc
 	rm -f $(addprefix $(DESTDIR)$(bindir)/,$(INST_PROGS))
+	rm -f $(DESTDIR)$(completionsdir)/tfctl
 	rm -f $(addprefix $(DESTDIR)$(confdir)/,$(notdir $(INST_CONF)))
 	rm -f $(addprefix $(DESTDIR)$(docdir)/,$(notdir $(INST_DOCS)))
 	@for d in $(DESTDIR)$(includedir)/tf $(DESTDIR)$(confdir) $(DESTDIR)$(datadir)/tf $(DESTDIR)$(docdir); do \

@@ -2,8 +2,11 @@
  *   tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...
  * health, devices, run, graph talk to the master (-m, or the spec's master
  * task with -c); cluster up|down start and stop a local development
- * cluster (cmd/tfctl/ctl_procs.h). Exit 0 on success, 1 with one line
- * "tfctl: <reason>" on stderr when the command failed, 2 for usage errors. */
+ * cluster (cmd/tfctl/ctl_procs.h); help [COMMAND], COMMAND --help and
+ * --version print help (cmd/tfctl/ctl_help.h). Exit 0 on success, 1 with
+ * one line "tfctl: <reason>" on stderr when the command failed, 2 for
+ * usage errors. */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/runtime/cluster_spec.h"
 #include "cmd/tfctl/ctl_client.h"
 #include "cmd/tfctl/ctl_cluster.h"
 #include "cmd/tfctl/ctl_graph.h"
+#include "cmd/tfctl/ctl_help.h"
 #include "cmd/tfctl/ctl_procs.h"
 #include "lib/runtime/placement.h"
 #include "tf/serialize.h"
@@ -28,20 +33,11 @@ typedef struct ctl_args {
   const char *config, *master, *timeout_str, *out_dir, *format, *run_dir;
   const char **pos, **feeds, **fetches, **targets;
   int n_pos, n_feeds, n_fetches, n_targets;
-  bool placed;
+  bool placed, help, version;
   int64_t timeout_ms; /* 0: unset */
   tf_cluster_spec *spec; /* loaded from config */
   char *master_url;
 } ctl_args;
-
-static const char *usage_text =
-    "usage: tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...\n"
-    "  health                          every task: job task address up|down incarnation devices\n"
-    "  devices                         the cluster's devices\n"
-    "  run GRAPH --fetch NAME:0 ... [--feed NAME=FILE.npy ...] [--target NAME ...] [--out DIR]\n"
-    "  graph GRAPH [--format yaml|dot] [--placed]\n"
-    "  cluster up (-c CONFIG | CONFIG) [--run-dir DIR] [--timeout-ms N]\n"
-    "  cluster down (-c CONFIG | CONFIG) [--run-dir DIR]\n";
 
 static int ctl_fail(int code, const char *fmt, ...) {
   char msg[2048];
@@ -56,7 +52,7 @@ static int ctl_fail(int code, const char *fmt, ...) {
   }
   fprintf(stderr, "tfctl: %s\n", msg);
   if (code == CTL_EXIT_USAGE) {
-    fputs(usage_text, stderr);
+    fputs(tf_ctl_usage(), stderr);
   }
   return code;
 }
@@ -115,8 +111,12 @@ static int parse_args(int argc, char **argv, ctl_args *a) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      fputs(usage_text, stdout);
-      exit(0);
+      a->help = true;
+      continue;
+    }
+    if (strcmp(arg, "--version") == 0) {
+      a->version = true;
+      continue;
     }
     if (arg[0] != '-' || arg[1] == '\0') {
       add_str(&a->pos, &a->n_pos, arg);
@@ -146,6 +146,9 @@ static int parse_args(int argc, char **argv, ctl_args *a) {
                       a->timeout_str);
     }
     a->timeout_ms = t;
+  }
+  if (a->config != NULL && a->master != NULL) {
+    return ctl_fail(CTL_EXIT_USAGE, "-c and -m both name the master: give one of them");
   }
   return 0;
 }
@@ -392,13 +395,27 @@ static int load_feeds(ctl_args *a, char **names, tf_tensor **vals) {
   return 0;
 }
 
+/* With --out: makes DIR and checks it is writable, before the step. */
+static int check_out_dir(const ctl_args *a) {
+  tf_status st;
+  tf_status_init(&st);
+  if (a->out_dir == NULL) {
+    return 0;
+  }
+  if (tf_ctl_mkdirs(a->out_dir, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "--out: %s", st.msg);
+  }
+  if (access(a->out_dir, W_OK | X_OK) != 0) {
+    return ctl_fail(CTL_EXIT_FAIL, "--out: cannot write in %s: %s", a->out_dir,
+                    strerror(errno));
+  }
+  return 0;
+}
+
 /* Prints each fetch and, with --out, saves it as DIR/<name>.npy. */
 static int report_fetches(ctl_args *a, tf_tensor **vals) {
   tf_status st;
   tf_status_init(&st);
-  if (a->out_dir != NULL && tf_ctl_mkdirs(a->out_dir, &st) != TF_OK) {
-    return ctl_fail(CTL_EXIT_FAIL, "--out: %s", st.msg);
-  }
   for (int i = 0; i < a->n_fetches; i++) {
     char line[1024], file[512], path[4096];
     printf("%s: %s\n", a->fetches[i], tf_ctl_tensor_summary(vals[i], 10, line, sizeof line));
@@ -463,7 +480,7 @@ static int run_step(ctl_args *a, tf_graph *g, char **feed_names, tf_tensor **fee
   tf_session_options so = {.target = a->master_url, .rpc_timeout_ms = a->timeout_ms + reg_ms};
   *s = tf_session_new(g, &so, &st);
   if (*s == NULL) {
-    return ctl_fail(CTL_EXIT_FAIL, "session on %s: %s", a->master_url, st.msg);
+    return ctl_fail(CTL_EXIT_FAIL, "%s", st.msg); /* it names the master */
   }
   tf_run_options ro = {.timeout_ms = a->timeout_ms}; /* --timeout-ms, else rpc_ms */
   if (tf_session_run(*s, &ro, (const char *const *)feed_names, feed_vals, a->n_feeds,
@@ -472,6 +489,11 @@ static int run_step(ctl_args *a, tf_graph *g, char **feed_names, tf_tensor **fee
     return ctl_fail(CTL_EXIT_FAIL, "run: %s", st.msg);
   }
   int rc = report_fetches(a, fetch_vals);
+  if (rc == 0 && a->n_fetches == 0) {
+    printf("ran");
+    for (int i = 0; i < a->n_targets; i++) printf("%s %s", i ? "," : "", a->targets[i]);
+    printf(": ok\n");
+  }
   fflush(stdout);
   return rc;
 }
@@ -481,8 +503,8 @@ static int cmd_run(ctl_args *a) {
     return ctl_fail(CTL_EXIT_USAGE, "run needs at least one --fetch or --target");
   }
   tf_graph *g = NULL;
-  int rc = load_graph(a, &g);
-  if (rc != 0) {
+  int rc = check_out_dir(a);
+  if (rc != 0 || (rc = load_graph(a, &g)) != 0) {
     return rc;
   }
   if ((rc = ctl_resolve_master(a)) != 0) {
@@ -619,6 +641,21 @@ static int cmd_cluster(ctl_args *a) {
   return rc;
 }
 
+/* tfctl --help, tfctl help [COMMAND], tfctl COMMAND --help. */
+static int cmd_help(const ctl_args *a) {
+  int first = a->help ? 0 : 1; /* COMMAND --help, else help [COMMAND] */
+  if (a->n_pos > first + 1 && !(a->n_pos == first + 2 && strcmp(a->pos[first], "cluster") == 0)) {
+    return ctl_fail(CTL_EXIT_USAGE, "help takes one COMMAND");
+  }
+  const char *topic = a->n_pos > first ? a->pos[first] : NULL;
+  const char *text = tf_ctl_help_text(topic);
+  if (text == NULL) {
+    return ctl_fail(CTL_EXIT_USAGE, "no such command '%s'", topic);
+  }
+  fputs(text, stdout);
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -627,6 +664,10 @@ int main(int argc, char **argv) {
   const char *cmd = a.n_pos > 0 ? a.pos[0] : "";
   if (rc != 0) {
     /* reported */
+  } else if (a.version) {
+    tf_ctl_print_version(stdout);
+  } else if (a.help || strcmp(cmd, "help") == 0) {
+    rc = cmd_help(&a);
   } else if (a.n_pos == 0) {
     rc = ctl_fail(CTL_EXIT_USAGE, "missing COMMAND");
   } else if (strcmp(cmd, "health") == 0 || strcmp(cmd, "devices") == 0) {

@@ -69,6 +69,7 @@ expected_files() {
   printf 'usr/local/lib/%s\n' libtf.a libtf.so "libtf.so.$major" "libtf.so.$version"
   echo usr/local/lib/pkgconfig/tf.pc
   printf 'usr/local/bin/%s\n' tfctl tfmaster tfworker
+  echo usr/local/share/bash-completion/completions/tfctl
   for c in conf/*.yaml; do echo "usr/local/share/tf/conf/${c##*/}"; done
   echo usr/local/share/doc/tf/README.md
   for d in docs/*.md; do echo "usr/local/share/doc/tf/${d##*/}"; done
@@ -118,7 +119,16 @@ cxx_headers() {
 }
 
 installed_tfctl() {
-  LD_LIBRARY_PATH=$usr/lib "$usr/bin/tfctl" --help | grep -q '^usage: tfctl'
+  LD_LIBRARY_PATH=$usr/lib "$usr/bin/tfctl" --help | grep -q '^usage: tfctl' &&
+    [ "$(LD_LIBRARY_PATH=$usr/lib "$usr/bin/tfctl" --version)" = "tfctl $version" ]
+}
+
+# The installed completion offers the commands, then a command's options.
+completion() {
+  bash -c '. "$1"; COMP_WORDS=(tfctl ""); COMP_CWORD=1; _tfctl; echo "${COMPREPLY[*]}"' _ \
+    "$usr/share/bash-completion/completions/tfctl" | grep -qx 'health devices run graph cluster help' &&
+  bash -c '. "$1"; COMP_WORDS=(tfctl run --o); COMP_CWORD=2; _tfctl; echo "${COMPREPLY[*]}"' _ \
+    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--out'
 }
 
 nothing_left() {
@@ -136,6 +146,7 @@ check "tf.pc" pc_fields
 check "square.c with pkg-config --cflags --libs tf" shared_program
 check "public headers as C++ from the install" cxx_headers
 check "installed tfctl runs" installed_tfctl
+check "bash completion for tfctl" completion
 check "make uninstall" mk uninstall DESTDIR="$stage" PREFIX=/usr/local
 check "nothing left after uninstall" nothing_left "$stage" "$usr"
 

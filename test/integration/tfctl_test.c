@@ -4,7 +4,9 @@
  * stops everything; `run` returns what a local session computes and
  * writes .npy files; `graph` prints yaml/dot, placed on the cluster; a
  * cluster that cannot start names the task and stops the rest; usage
- * errors exit 2. */
+ * errors exit 2 (-c with -m among them); a run with only targets says it
+ * ran them; --out is checked before the step; a session error names the
+ * master once; --version, help and COMMAND --help. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "test/integration/harness.h"
 #include "test/unit/testutil.h"
 #include "tf/serialize.h"
+#include "tf/version.h"
 #include "tf/session.h"
 
 /* Runs tfctl with args (NULL-terminated); returns the exit code. */
@@ -193,6 +196,22 @@ START_TEST(test_run_and_graph) {
   TH_REQUIRE(c, rc == 0 && count_lines(out, "device: /job:worker/replica:0/task:") >= 4,
              "placed yaml: %d\n%s%s", rc, out, err);
   free(out), free(err);
+  rc = tfctl(c, &out, &err, "-m", maddr, "run", gpath, "--feed", feedarg, "--target",
+             "layer/y", NULL);
+  TH_REQUIRE(c, rc == 0 && strcmp(out, "ran layer/y: ok\n") == 0, "target-only run: exit %d: "
+             "%s%s", rc, out, err);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "-m", maddr, "run", gpath, "--fetch", "layer/y:0", "--out",
+             "/proc/no/such/dir", NULL);
+  TH_REQUIRE(c, rc == 1 && one_line_error(err) && strncmp(err, "tfctl: --out: ", 14) == 0,
+             "unwritable --out: exit %d: %s", rc, err);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "-m", "127.0.0.1:1", "--timeout-ms", "300", "run", gpath,
+             "--fetch", "layer/y:0", NULL);
+  TH_REQUIRE(c, rc == 1 && one_line_error(err) && count_lines(err, "session on") == 1 &&
+                    strstr(strstr(err, "session on") + 1, "session on") == NULL,
+             "session error: exit %d: %s", rc, err);
+  free(out), free(err);
   rc = tfctl(c, &out, &err, "-m", maddr, "run", gpath, "--fetch", "nosuch:0", NULL);
   TH_REQUIRE(c, rc == 1 && one_line_error(err) && strstr(err, "nosuch") != NULL,
              "run of an unknown fetch: exit %d: %s", rc, err);
@@ -293,6 +312,9 @@ START_TEST(test_usage_errors) {
       {"-m", "127.0.0.1:1", "health", "extra", NULL},
       {"-m", "127.0.0.1:1", "--timeout-ms", "soon", "health", NULL},
       {"-m", "127.0.0.1:1", "devices", "--placed", NULL},
+      {"-c", "c.yaml", "-m", "127.0.0.1:1", "health", NULL},
+      {"help", "bogus", NULL},
+      {"help", "run", "graph", NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *out = NULL, *err = NULL;
@@ -312,6 +334,35 @@ START_TEST(test_usage_errors) {
   rc = tfctl(c, &out, &err, "-c", "/nonexistent/c.yaml", "health", NULL);
   TH_REQUIRE(c, rc == 1 && one_line_error(err) && strstr(err, "/nonexistent/c.yaml") != NULL,
              "missing config: exit %d: %s", rc, err);
+  free(out), free(err);
+  th_cluster_free(c);
+}
+END_TEST
+
+START_TEST(test_help_and_version) {
+  th_cluster *c = th_cluster_new(NULL);
+  char *out = NULL, *err = NULL;
+  int rc = tfctl(c, &out, &err, "--version", NULL);
+  TH_REQUIRE(c, rc == 0 && strncmp(out, "tfctl ", 6) == 0 && strstr(out, tf_version()) != NULL,
+             "--version: exit %d: %s%s", rc, out, err);
+  free(out), free(err);
+  const char *commands[] = {"health", "devices", "run", "graph", "cluster", "help"};
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    rc = tfctl(c, &out, &err, "help", commands[i], NULL);
+    TH_REQUIRE(c, rc == 0 && strncmp(out, "usage: tfctl", 12) == 0 && err[0] == '\0',
+               "help %s: exit %d: %s%s", commands[i], rc, out, err);
+    char *out2 = NULL, *err2 = NULL;
+    rc = tfctl(c, &out2, &err2, commands[i], "--help", NULL);
+    TH_REQUIRE(c, rc == 0 && strcmp(out, out2) == 0, "%s --help differs from help %s: %s",
+               commands[i], commands[i], out2);
+    free(out), free(err), free(out2), free(err2);
+  }
+  rc = tfctl(c, &out, &err, "run", "--help", NULL);
+  TH_REQUIRE(c, rc == 0 && strstr(out, "--out DIR") != NULL && strstr(out, "Runs one step"),
+             "run --help: %s", out);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "--help", NULL);
+  TH_REQUIRE(c, rc == 0 && strstr(out, "help [COMMAND]") != NULL, "--help: %s", out);
   free(out), free(err);
   th_cluster_free(c);
 }
@@ -465,6 +516,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_cluster_up_failure_names_task);
   tcase_add_test(tc, test_cluster_up_duplicate_address);
   tcase_add_test(tc, test_usage_errors);
+  tcase_add_test(tc, test_help_and_version);
   tcase_add_test(tc, test_run_exits_after_worker_killed);
   tcase_add_test(tc, test_run_exits_after_master_killed);
   suite_add_tcase(s, tc);
