@@ -19,6 +19,7 @@
 #include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 #include "lib/transport/rpc.h"
+#include "lib/transport/rpc_probe.h"
 
 #define DEFAULT_POOL 16
 
@@ -48,6 +49,7 @@ struct tf_rpc_client {
   pair *idle[2];         /* [async] */
   int n_idle[2];
   tf__refcount refs;     /* the owner's plus one per call in flight */
+  atomic_int pipes;      /* connections to the peer now */
 };
 
 /* Set while a done callback runs on an NNG thread. */
@@ -133,6 +135,13 @@ static void pair_put(pair *p, bool own_cb) {
   }
 }
 
+/* Counts the connections (NNG runs this on its threads). */
+static void pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg) {
+  tf_rpc_client *c = arg;
+  atomic_fetch_add(&c->pipes, ev == NNG_PIPE_EV_ADD_POST ? 1 : -1);
+  (void)p;
+}
+
 tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
                            tf_status *st) {
   *out = NULL;
@@ -163,6 +172,8 @@ tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
   nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
   nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 10);
   nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
+  nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, pipe_event, c);
+  nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, pipe_event, c);
   rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK);
   if (rv != 0) {
     tf_rpc_client_free(c);
@@ -235,14 +246,25 @@ int tf__rpc_client_idle_pairs(tf_rpc_client *c) {
 
 /* ---- calls -------------------------------------------------------------- */
 
-/* The status of a failed NNG operation of a call. */
-static tf_code op_status(const tf_rpc_client *c, int method, int64_t timeout_ms,
-                         int rv, tf_status *st) {
+/* The status of a failed NNG operation of a call. A timeout while not
+ * connected says so, and with probe (a synchronous call, in the caller's
+ * thread) why the connect fails. */
+static tf_code op_status(tf_rpc_client *c, int method, int64_t timeout_ms,
+                         int rv, bool probe, tf_status *st) {
   if (rv == NNG_ETIMEDOUT) {
+    char why[160] = "";
+    if (atomic_load(&c->pipes) <= 0) {
+      char reason[128];
+      if (probe && tf__rpc_probe(c->url, reason, sizeof reason) && reason[0] != '\0') {
+        snprintf(why, sizeof why, " (not connected: %s)", reason);
+      } else {
+        snprintf(why, sizeof why, " (not connected)");
+      }
+    }
     return tf_status_set(st, TF_DEADLINE_EXCEEDED,
-                         "%s to %s: no reply within %lld ms",
+                         "%s to %s: no reply within %lld ms%s",
                          tf_method_name(method), c->url,
-                         (long long)timeout_ms);
+                         (long long)timeout_ms, why);
   }
   return tf_status_set(st, TF_UNAVAILABLE, "%s to %s: %s",
                        tf_method_name(method), c->url, nng_strerror(rv));
@@ -316,7 +338,7 @@ static void call_cb(void *arg) {
   nng_aio_set_msg(p->aio, NULL);
   tf_wire_msg *r = NULL;
   if (rv != 0) {
-    op_status(p->c, p->method, p->timeout_ms, rv, &st);
+    op_status(p->c, p->method, p->timeout_ms, rv, false, &st);
   } else {
     reply_status(p->c, p->method, m, &r, &st);
   }
@@ -336,7 +358,7 @@ void tf_rpc_call_async(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
                     "%s to %s: timeout_ms must be > 0", tf_method_name(method),
                     c->url);
     } else {
-      op_status(c, method, timeout_ms, rv, &st);
+      op_status(c, method, timeout_ms, rv, false, &st);
     }
     done(arg, &st, NULL);
     return;
@@ -383,7 +405,7 @@ tf_code tf_rpc_call(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
   int rv = pair_get(c, false, &p);
   if (rv != 0) {
     nng_msg_free(req);
-    return op_status(c, method, timeout_ms, rv, st);
+    return op_status(c, method, timeout_ms, rv, true, st);
   }
   tf__ref_get(&c->refs);
   nng_aio_set_msg(p->aio, req);
@@ -397,7 +419,7 @@ tf_code tf_rpc_call(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
   nng_msg *m = rv == 0 ? nng_aio_get_msg(p->aio) : NULL;
   nng_aio_set_msg(p->aio, NULL);
   pair_put(p, false);
-  tf_code code = rv != 0 ? op_status(c, method, timeout_ms, rv, st)
+  tf_code code = rv != 0 ? op_status(c, method, timeout_ms, rv, true, st)
                          : reply_status(c, method, m, reply, st);
   client_unref(c);
   return code;

@@ -20,7 +20,7 @@ static void wait_count(atomic_int *n, int want) {
 }
 
 START_TEST(test_absent_server_times_out) {
-  char url[64], want[128];
+  char url[64], want[192];
   snprintf(url, sizeof url, "tcp://127.0.0.1:%d", rt_free_port());
   tf_rpc_client *c = rt_client(url, 0);
   tf_wire_msg *r = (tf_wire_msg *)1;
@@ -32,8 +32,40 @@ START_TEST(test_absent_server_times_out) {
   int64_t el = rt_now_ms() - t0;
   ck_assert_msg(el >= 195 && el < 800, "took %lld ms", (long long)el);
   ck_assert(r == NULL);
-  snprintf(want, sizeof want, "GetStatus to %s: no reply within 200 ms", url);
+  /* Nothing listens: the synchronous call says why it never connected. */
+  snprintf(want, sizeof want,
+           "GetStatus to %s: no reply within 200 ms (not connected: Connection refused)", url);
   ck_assert_str_eq(st.msg, want);
+  tf_rpc_client_free(c);
+}
+END_TEST
+
+static void absent_done(void *arg, const tf_status *st, tf_wire_msg *reply) {
+  tf_status *out = arg;
+  *out = *st;
+  tf_wire_msg_free(reply);
+}
+
+/* An asynchronous call (on an NNG thread: no connect probe) says it was
+ * not connected; an ipc path nobody serves names the reason too. */
+START_TEST(test_absent_server_async_and_ipc) {
+  char url[64], want[160];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", rt_free_port());
+  tf_rpc_client *c = rt_client(url, 0);
+  tf_status st;
+  st.code = TF_OK;
+  tf_rpc_call_async(c, rt_request(RT_ECHO, 1, NULL, 0), 150, absent_done, &st);
+  for (int i = 0; i < 300 && st.code == TF_OK; i++) rt_sleep_ms(10);
+  ck_assert_int_eq(st.code, TF_DEADLINE_EXCEEDED);
+  snprintf(want, sizeof want, "GetStatus to %s: no reply within 150 ms (not connected)", url);
+  ck_assert_str_eq(st.msg, want);
+  tf_rpc_client_free(c);
+  c = rt_client("ipc:///tmp/tf-rpc-client-test-nobody.sock", 0);
+  tf_wire_msg *r = NULL;
+  ck_assert_int_eq(tf_rpc_call(c, rt_request(RT_ECHO, 1, NULL, 0), 150, &r, &st),
+                   TF_DEADLINE_EXCEEDED);
+  ck_assert_msg(strstr(st.msg, "(not connected: No such file or directory)") != NULL, "%s",
+                st.msg);
   tf_rpc_client_free(c);
 }
 END_TEST
@@ -321,6 +353,7 @@ Suite *tt_suite(void) {
   TCase *tc = tcase_create("rpc_client");
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, test_absent_server_times_out);
+  tcase_add_test(tc, test_absent_server_async_and_ipc);
   tcase_add_test(tc, test_bad_urls_and_timeouts);
   tcase_add_test(tc, test_server_started_later_is_reached);
   tcase_add_test(tc, test_many_async_calls_in_flight);
