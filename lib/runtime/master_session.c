@@ -129,7 +129,8 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   pthread_mutex_unlock(&m->mu);
   tf_log(LOG_INFO, "session %s created (%d nodes)", key, tf_graph_num_nodes(s->g));
   tf_msg_create_session_reply b = {.session = s->handle,
-                                   .session_ttl_ms = m->spec->session_ttl_ms};
+                                   .session_ttl_ms = m->spec->session_ttl_ms,
+                                   .max_message_bytes = m->spec->max_message_bytes};
   tf_wire_writer *wr = tf__ms_reply_writer(m, req);
   tf_msg_create_session_reply_encode(wr, &b);
   nng_msg *msg = NULL;

@@ -33,6 +33,7 @@ typedef struct remote {
   char *target;
   int64_t control_ms; /* control calls (create, extend, close, reset) */
   int64_t ttl_ms;     /* the master's session TTL; 0: unknown (no keep-alive) */
+  int64_t max_msg;    /* the master's max_message_mb in bytes; 0: unknown */
   pthread_t ka;       /* the keep-alive thread, while ka_on */
   bool ka_on;
   bool ka_stop;       /* under ka_mu */
@@ -49,12 +50,24 @@ static tf_wire_writer *request(const remote *r, int method, int64_t deadline_ms)
   return tf_wire_writer_new(&h);
 }
 
-/* Finishes wr, calls, and returns the reply (or NULL with st set). */
+/* Finishes wr, calls, and returns the reply (or NULL with st set). A
+ * request larger than the master accepts fails here, naming both sizes:
+ * the master's transport would only drop the connection. */
 static tf_wire_msg *call(remote *r, tf_wire_writer *wr, int64_t timeout_ms,
                          tf_status *st) {
   nng_msg *m = NULL;
   tf_wire_msg *reply = NULL;
   if (tf_wire_finish(wr, &m, st) != TF_OK) return NULL;
+  size_t len = nng_msg_len(m);
+  if (r->max_msg > 0 && len > (size_t)r->max_msg) {
+    int method = tf__wire_method_of(m);
+    nng_msg_free(m);
+    tf_status_set(st, TF_RESOURCE_EXHAUSTED, "the %s request is %zu bytes; the master at "
+                  "%s accepts at most %lld (max_message_mb: %lld MiB)",
+                  tf_method_name(method), len, r->target, (long long)r->max_msg,
+                  (long long)(r->max_msg >> 20));
+    return NULL;
+  }
   if (tf_rpc_call(r->c, m, timeout_ms, &reply, st) != TF_OK) return NULL;
   return reply;
 }
@@ -135,6 +148,7 @@ static void *r_open(const char *target, int64_t rpc_timeout_ms, tf_status *st) {
   }
   r->session = rb.session;
   r->ttl_ms = rb.session_ttl_ms;
+  r->max_msg = rb.max_message_bytes;
   tf_wire_msg_free(reply);
   keep_alive_start(r);
   return r;

@@ -48,6 +48,15 @@ static nng_msg *run_reply(tf_worker *w, const tf_wire_msg *req, wk_graph *g,
   free(tm);
   nng_msg *m = NULL;
   tf_wire_finish(wr, &m, st);
+  /* The master's transport drops a larger message with the connection:
+   * fail the step with the sizes instead. */
+  if (m != NULL && nng_msg_len(m) > (size_t)w->spec->max_message_bytes) {
+    tf_status_set(st, TF_RESOURCE_EXHAUSTED, "%s: the RunGraph reply (the step's fetches) "
+                  "is %zu bytes, more than max_message_mb allows (%lld bytes)",
+                  w->task_prefix, nng_msg_len(m), (long long)w->spec->max_message_bytes);
+    nng_msg_free(m);
+    m = NULL;
+  }
   return m;
 }
 

@@ -192,6 +192,10 @@ typedef struct tf_msg_create_session_reply {
   /* limits.session_ttl_ms: the session ends when no request (KeepAlive
    * included) refreshes it for this long. Optional (0: absent). */
   int64_t session_ttl_ms;
+  /* The master's max_message_mb in bytes: requests larger than this are
+   * refused by its transport, so a client checks before sending. Optional
+   * (0: absent). */
+  int64_t max_message_bytes;
 } tf_msg_create_session_reply;
 void tf_msg_create_session_reply_encode(tf_wire_writer *w,
                                         const tf_msg_create_session_reply *m);

@@ -50,12 +50,16 @@ void tf_msg_create_session_reply_encode(tf_wire_writer *w,
                                         const tf_msg_create_session_reply *m) {
   msgpack_packer *pk = tf_wire_body(w);
   tf__mp_map b;
-  tf__mp_map_begin(&b, pk, m->session_ttl_ms > 0 ? 2 : 1);
+  tf__mp_map_begin(&b, pk, 1 + (m->session_ttl_ms > 0) + (m->max_message_bytes > 0));
   tf__mp_map_key(&b, "session");
   msgpack_pack_uint64(pk, m->session);
   if (m->session_ttl_ms > 0) {
     tf__mp_map_key(&b, "session_ttl_ms");
     msgpack_pack_int64(pk, m->session_ttl_ms);
+  }
+  if (m->max_message_bytes > 0) {
+    tf__mp_map_key(&b, "max_message_bytes");
+    msgpack_pack_int64(pk, m->max_message_bytes);
   }
   tf__mp_map_end(&b);
 }
@@ -64,12 +68,17 @@ tf_code tf_msg_create_session_reply_decode(const tf_wire_msg *r,
                                            tf_msg_create_session_reply *out,
                                            tf_status *st) {
   memset(out, 0, sizeof *out);
-  tf__msg_field f[] = {{"session", NULL}, {"session_ttl_ms", NULL}};
-  TF_TRY(tf__msg_body(r, TF_M_CREATE_SESSION, true, CREATE_REPLY, f, 2, st));
+  tf__msg_field f[] = {{"session", NULL}, {"session_ttl_ms", NULL},
+                       {"max_message_bytes", NULL}};
+  TF_TRY(tf__msg_body(r, TF_M_CREATE_SESSION, true, CREATE_REPLY, f, 3, st));
   TF_TRY(tf__msg_get_u64(f[0].val, CREATE_REPLY, "session", -1, &out->session, st));
-  if (f[1].val == NULL) return TF_OK;
-  return tf__msg_get_int(f[1].val, CREATE_REPLY, "session_ttl_ms", -1, 1,
-                         INT64_MAX / 1000000, &out->session_ttl_ms, st);
+  if (f[1].val != NULL) {
+    TF_TRY(tf__msg_get_int(f[1].val, CREATE_REPLY, "session_ttl_ms", -1, 1,
+                           INT64_MAX / 1000000, &out->session_ttl_ms, st));
+  }
+  if (f[2].val == NULL) return TF_OK;
+  return tf__msg_get_int(f[2].val, CREATE_REPLY, "max_message_bytes", -1, 1, INT64_MAX,
+                         &out->max_message_bytes, st);
 }
 
 void tf_msg_create_session_reply_fini(tf_msg_create_session_reply *m) {

@@ -3,7 +3,9 @@
  * for message size, NNG closing the connection before it allocates the
  * frame), its resident size stays under the cap plus a stated slack, and
  * it keeps serving others:
- * - max_message_mb 1: 8 connections each declaring a 1 GiB frame;
+ * - max_message_mb 1: 8 connections each declaring a 1 GiB frame; a
+ *   client's 1.6 MB feed is refused before it is sent, naming both sizes;
+ *   a fetch of 1.6 MB fails the step on the worker, naming the limit;
  * - limits.max_pushed_mb 2: TensorPush of 512 KiB tensors for steps that
  *   never start;
  * - limits.max_graphs 4: RegisterGraph from a peer that is not the master;
@@ -80,6 +82,43 @@ static void rss_within(th_cluster *c, th_task *t, int64_t before, int64_t cap_ki
              "%s: RSS grew by %lld KiB", what, (long long)(now - before));
 }
 
+/* A 1.6 MB feed and a 1.6 MB fetch against max_message_mb 1. */
+static void too_large_feed_and_fetch(th_cluster *c) {
+  enum { N = 400000 };
+  th_task *master = th_task_get(c, "master", 0);
+  tf_graph *g = ig_cross_graph();
+  tf_status st;
+  tf_session *s = ig_remote(master->url, g, &st);
+  tf_tensor *x = tt_rand(TF_FLOAT32, tf_shape_of(1, N), -1, 1);
+  const char *feed = "x", *fetch = "z";
+  tf_tensor *z = NULL;
+  tf_run_options ro = {.timeout_ms = 10000};
+  tf_code rc = tf_session_run(s, &ro, &feed, &x, 1, &fetch, &z, 1, NULL, 0, NULL, &st);
+  TH_REQUIRE(c, rc == TF_RESOURCE_EXHAUSTED && strstr(st.msg, "the RunStep request is ") &&
+                    strstr(st.msg, "accepts at most 1048576 (max_message_mb: 1 MiB)"),
+             "1.6 MB feed: %d: %s", rc, st.msg);
+  tf_tensor_unref(x);
+  tf_session_close(s, &st);
+  tf_session_free(s);
+  tf_graph_free(g);
+  /* Fill([N], 1) on worker 0, fetched: the worker's reply would be 1.6 MB. */
+  g = tf_graph_new();
+  int32_t dims[] = {N};
+  tf_node *d = tt_const(g, "dims", tf_tensor_vec_i32(1, dims));
+  tf_node *v = tt_const(g, "one", tf_tensor_scalar_f32(1));
+  tf_output in[] = {ig_out(d), ig_out(v)};
+  ig_node(g, "Fill", "big", "/job:worker/task:0", in, 2, NULL, 0);
+  s = ig_remote(master->url, g, &st);
+  fetch = "big";
+  rc = tf_session_run(s, &ro, NULL, NULL, 0, &fetch, &z, 1, NULL, 0, NULL, &st);
+  TH_REQUIRE(c, rc == TF_RESOURCE_EXHAUSTED && strstr(st.msg, "the RunGraph reply") &&
+                    strstr(st.msg, "more than max_message_mb allows (1048576 bytes)"),
+             "1.6 MB fetch: %d: %s", rc, st.msg);
+  tf_session_close(s, &st);
+  tf_session_free(s);
+  tf_graph_free(g);
+}
+
 START_TEST(test_message_size) {
   th_cluster *c = start_cluster();
   th_task *w = th_task_get(c, "worker", 0);
@@ -97,6 +136,8 @@ START_TEST(test_message_size) {
   rss_within(c, w, before, 1024, "8 frames declaring 1 GiB");
   answers(c, w, "after the frames");
   serves(c, "after the frames");
+  too_large_feed_and_fetch(c);
+  serves(c, "after the large feed and fetch");
   th_cluster_free(c);
 }
 END_TEST

@@ -87,6 +87,15 @@ START_TEST(sessions_round_trip) {
   tf_msg_create_session_reply b;
   ck_assert_msg(tf_msg_create_session_reply_decode(r, &b, &st) == TF_OK, "%s", st.msg);
   ck_assert(b.session == 0x8000000000000001ULL);
+  ck_assert(b.session_ttl_ms == 0 && b.max_message_bytes == 0); /* absent */
+  tf_wire_msg_free(r);
+  w = mt_writer(TF_M_CREATE_SESSION, true);
+  tf_msg_create_session_reply full = {7, 60000, (int64_t)256 << 20};
+  tf_msg_create_session_reply_encode(w, &full);
+  r = mt_parse(w);
+  ck_assert_msg(tf_msg_create_session_reply_decode(r, &b, &st) == TF_OK, "%s", st.msg);
+  ck_assert(b.session == 7 && b.session_ttl_ms == 60000 &&
+            b.max_message_bytes == (int64_t)256 << 20);
   tf_wire_msg_free(r);
 }
 END_TEST
