@@ -106,7 +106,8 @@ static const char *tf_source(const tf_op_def *op) {
       {"math_binary", "math_ops.cc"}, {"math_grad", "math_ops.cc"},
       {"math_unary", "math_ops.cc"}, {"matrix", "math_ops.cc"},
       {"reduction", "math_ops.cc"}, {"nn", "nn_ops.cc"},
-      {"queue", "data_flow_ops.cc"}, {"random", "random_ops.cc"},
+      {"queue", "data_flow_ops.cc"}, {"accumulator", "data_flow_ops.cc"},
+      {"random", "random_ops.cc"},
       {"sendrecv", "sendrecv_ops.cc"}, {"state", "state_ops.cc"},
       {"training", "training_ops.cc"}};
   const char *family = tf_op_family_of(op);
