@@ -8,6 +8,7 @@
 #include "lib/runtime/cluster_spec.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "lib/core/base/util.h"
 #include "lib/runtime/cluster_spec_addr.h"
 #include "lib/runtime/log.h"
+#include "lib/runtime/spec_yaml.h"
 
 #define MS_MAX 2147483647LL /* timeouts fit an int32 (NNG durations) */
 #define THREADS_MAX 1024
@@ -512,83 +514,17 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
 
 /* ---- loading ------------------------------------------------------------- */
 
-/* The 1-based line and column of byte offset off (columns count UTF-8
- * characters), for libyaml's reader errors, which carry an offset only. */
-static void offset_position(const char *text, size_t len, size_t off,
-                            size_t *line, size_t *col) {
-  *line = 1;
-  *col = 1;
-  for (size_t i = 0; i < off && i < len; i++) {
-    unsigned char ch = (unsigned char)text[i];
-    if (ch == '\n') {
-      (*line)++;
-      *col = 1;
-    } else if ((ch & 0xc0) != 0x80) {
-      (*col)++;
-    }
-  }
-}
-
-/* The parser's error: "file:L:C: <libyaml's problem> (<context>)". */
-static tf_code syntax_error(const yaml_parser_t *p, const char *file,
-                            const char *text, size_t len, tf_status *st) {
-  size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
-  if (p->error == YAML_READER_ERROR) {
-    offset_position(text, len, p->problem_offset, &line, &col);
-  }
-  return tf_status_set(
-      st, p->error == YAML_MEMORY_ERROR ? TF_RESOURCE_EXHAUSTED
-                                        : TF_INVALID_ARGUMENT,
-      "%s:%zu:%zu: YAML syntax error: %s%s%s%s", file, line, col,
-      p->problem ? p->problem : "cannot parse", p->context ? " (" : "",
-      p->context ? p->context : "", p->context ? ")" : "");
-}
-
-/* Loads the one document of text into doc; a second one is an error. */
-static tf_code load_document(const char *text, size_t len, const char *file,
-                             yaml_document_t *doc, tf_status *st) {
-  yaml_parser_t parser;
-  if (!yaml_parser_initialize(&parser)) {
-    return tf_status_set(st, TF_RESOURCE_EXHAUSTED, "%s: cannot start the "
-                         "YAML parser", file);
-  }
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-  tf_code code = TF_OK;
-  if (!yaml_parser_load(&parser, doc)) {
-    code = syntax_error(&parser, file, text, len, st);
-    yaml_parser_delete(&parser);
-    return code;
-  }
-  yaml_document_t next;
-  if (!yaml_parser_load(&parser, &next)) {
-    code = syntax_error(&parser, file, text, len, st);
-  } else {
-    if (yaml_document_get_root_node(&next) != NULL) {
-      code = tf_status_set(st, TF_INVALID_ARGUMENT, "%s:%zu:%zu: a second "
-                           "YAML document (expected one)", file,
-                           next.start_mark.line + 1,
-                           next.start_mark.column + 1);
-    }
-    yaml_document_delete(&next);
-  }
-  yaml_parser_delete(&parser);
-  if (code != TF_OK) {
-    yaml_document_delete(doc);
-  }
-  return code;
-}
-
 tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
                               tf_cluster_spec **out, tf_status *st) {
   *out = NULL;
   name = name ? name : "<cluster spec>";
-  yaml_document_t doc;
-  TF_TRY(load_document(text, len, name, &doc, st));
+  tf__spec y; /* one document; syntax errors name file:line:col */
+  TF_TRY(tf__spec_load(&y, text, len, name, SIZE_MAX, st));
   tf_cluster_spec *s = tf__xcalloc(1, sizeof *s);
   s->path = tf__xstrdup(name);
   set_defaults(s);
-  ctx c = {&doc, name, st, s, NULL, 0};
-  yaml_node_t *root = yaml_document_get_root_node(&doc);
+  ctx c = {&y.doc, name, st, s, NULL, 0};
+  yaml_node_t *root = yaml_document_get_root_node(&y.doc);
   tf_code code;
   if (root == NULL) {
     code = tf_status_set(st, TF_INVALID_ARGUMENT, "%s:1:1: no YAML document "
@@ -596,7 +532,7 @@ tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
   } else {
     code = parse_root(&c, root);
   }
-  yaml_document_delete(&doc);
+  tf__spec_fini(&y);
   free(c.task_nodes);
   if (code != TF_OK) {
     tf_cluster_spec_free(s);

@@ -1,4 +1,5 @@
-/* spec_yaml.h: reading a spec file written in YAML (a job spec, job_spec.h)
+/* spec_yaml.h: reading a spec file written in YAML (a job spec, job_spec.h;
+ * the cluster spec loads its document with tf__spec_load)
  * into typed values, internal. One document is loaded with libyaml's
  * document loader; every reader checks one node against its type and
  * range and, when it is wrong, fails with INVALID_ARGUMENT
