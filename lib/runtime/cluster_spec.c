@@ -53,50 +53,12 @@ static yaml_node_t *node_at(ctx *c, int index) {
   return yaml_document_get_node(c->doc, index);
 }
 
-static bool is_null(const yaml_node_t *n) {
-  if (n->type != YAML_SCALAR_NODE ||
-      n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
-    return false;
-  }
-  const char *v = (const char *)n->data.scalar.value;
-  return n->data.scalar.length == 0 || strcmp(v, "~") == 0 ||
-         strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
-         strcmp(v, "NULL") == 0;
-}
-
-/* How n reads in "got ..." messages: 'text' (clipped, non-printing
- * characters as '?'), "nothing", "a sequence" or "a mapping". */
-static const char *shown(const yaml_node_t *n, char buf[80]) {
-  if (n->type == YAML_SEQUENCE_NODE) {
-    return "a sequence";
-  }
-  if (n->type == YAML_MAPPING_NODE) {
-    return "a mapping";
-  }
-  if (is_null(n)) {
-    return "nothing";
-  }
-  size_t len = n->data.scalar.length, k = 0;
-  buf[k++] = '\'';
-  for (size_t i = 0; i < len && i < 60; i++) {
-    unsigned char ch = n->data.scalar.value[i];
-    buf[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-  }
-  if (len > 60) {
-    memcpy(buf + k, "...", 3);
-    k += 3;
-  }
-  buf[k++] = '\'';
-  buf[k] = '\0';
-  return buf;
-}
-
 /* A scalar's text, which must hold no NUL character. */
 static tf_code text_of(ctx *c, const yaml_node_t *n, const char *field,
                        const char *expected, const char **out) {
   char b[80];
-  if (n->type != YAML_SCALAR_NODE || is_null(n)) {
-    return err(c, n, field, "expected %s, got %s", expected, shown(n, b));
+  if (n->type != YAML_SCALAR_NODE || tf__spec_is_null(n)) {
+    return err(c, n, field, "expected %s, got %s", expected, tf__spec_shown(n, b));
   }
   const char *v = (const char *)n->data.scalar.value;
   if (strlen(v) != n->data.scalar.length) {
@@ -113,7 +75,7 @@ static tf_code int_of(ctx *c, const yaml_node_t *n, const char *field,
                       int64_t *out) {
   char b[80];
   const char *v = NULL;
-  bool ok = n->type == YAML_SCALAR_NODE && !is_null(n);
+  bool ok = n->type == YAML_SCALAR_NODE && !tf__spec_is_null(n);
   if (ok) {
     v = (const char *)n->data.scalar.value;
     const char *d = v + (v[0] == '-' || v[0] == '+');
@@ -123,7 +85,7 @@ static tf_code int_of(ctx *c, const yaml_node_t *n, const char *field,
   long long x = ok ? strtoll(v, NULL, 10) : 0;
   if (!ok || x < lo || x > hi) {
     return err(c, n, field, "expected an integer in %lld..%lld%s, got %s", lo,
-               hi, unit, shown(n, b));
+               hi, unit, tf__spec_shown(n, b));
   }
   *out = x;
   return TF_OK;
@@ -138,11 +100,11 @@ static tf_code fields(ctx *c, const yaml_node_t *m, const char *field,
   for (int k = 0; k < count; k++) {
     out[k] = NULL;
   }
-  if (is_null(m)) {
+  if (tf__spec_is_null(m)) {
     return TF_OK;
   }
   if (m->type != YAML_MAPPING_NODE) {
-    return err(c, m, field, "expected a mapping, got %s", shown(m, b));
+    return err(c, m, field, "expected a mapping, got %s", tf__spec_shown(m, b));
   }
   for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
        p < m->data.mapping.pairs.top; p++) {
@@ -160,7 +122,7 @@ static tf_code fields(ctx *c, const yaml_node_t *m, const char *field,
         snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", names[i]);
       }
       return err(c, key, NULL, "unknown key %s in %s (expected %s)",
-                 shown(key, b), where, list);
+                 tf__spec_shown(key, b), where, list);
     }
     if (out[k] != NULL) {
       return err(c, key, NULL, "key '%s' appears twice in %s", name, where);
@@ -210,12 +172,12 @@ static tf_code job_tasks(ctx *c, const char *name, const yaml_node_t *v) {
   int n = v->type == YAML_SEQUENCE_NODE
               ? (int)(v->data.sequence.items.top - v->data.sequence.items.start)
               : 1;
-  if (is_null(v) || n == 0) {
+  if (tf__spec_is_null(v) || n == 0) {
     return err(c, v, field, "a job needs at least one task, got none");
   }
   if (v->type == YAML_MAPPING_NODE) {
     return err(c, v, field, "expected a list of task addresses, got %s",
-               shown(v, b));
+               tf__spec_shown(v, b));
   }
   bool scalar = v->type == YAML_SCALAR_NODE;
   job->name = tf__xstrdup(name);
@@ -288,7 +250,7 @@ static tf_code parse_jobs(ctx *c, const yaml_node_t *root,
   }
   if (v->type != YAML_MAPPING_NODE) {
     return err(c, v, "jobs", "expected a mapping of job names to task "
-               "addresses, got %s", shown(v, b));
+               "addresses, got %s", tf__spec_shown(v, b));
   }
   size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
   c->s->jobs = tf__xcalloc(n ? n : 1, sizeof *c->s->jobs);
@@ -414,7 +376,7 @@ static tf_code parse_string(ctx *c, int k, const yaml_node_t *v) {
       "info or debug)"};
   tf_cluster_spec *s = c->s;
   const char *t = "";
-  if (k == 2 && is_null(v)) {
+  if (k == 2 && tf__spec_is_null(v)) {
     return TF_OK; /* checkpoint_dir: nothing is the same as unset */
   }
   TF_TRY(text_of(c, v, keys[k], expected[k], &t));
@@ -481,7 +443,7 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   char b[80];
   if (root->type != YAML_MAPPING_NODE) {
     return err(c, root, NULL, "expected a mapping with 'jobs' at the top "
-               "level, got %s", shown(root, b));
+               "level, got %s", tf__spec_shown(root, b));
   }
   yaml_node_t *f[10];
   TF_TRY(fields(c, root, NULL, "the top level", names, 10, f));
