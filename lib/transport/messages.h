@@ -357,4 +357,142 @@ tf_code tf_msg_cluster_status_reply_decode(const tf_wire_msg *r,
                                            tf_status *st);
 void tf_msg_cluster_status_reply_fini(tf_msg_cluster_status_reply *m);
 
+/* ==== jobs (msg_job.c) =================================================== */
+
+/* Caps of the job messages. */
+#define TF_MSG_MAX_JOB_SPEC_BYTES (1 << 20) /* a submitted spec (= TF_JOB_SPEC_BYTES_MAX) */
+#define TF_MSG_MAX_JOBS 1024                /* jobs in a ListJobs reply */
+#define TF_MSG_MAX_JOB_METRICS 64           /* metrics of one job */
+#define TF_MSG_MAX_LOG_LINES 4096           /* lines in one JobLogs reply */
+
+/* SubmitJob request {spec: bin (the YAML text, <= 1 MiB), name: str (the
+ * file it came from, for error messages)}. */
+typedef struct tf_msg_submit_job_req {
+  const void *spec;  /* borrowed from the message when decoded */
+  size_t spec_len;
+  const char *name;
+  tf_msg_mem mem;
+} tf_msg_submit_job_req;
+
+/* SubmitJob reply {job: str (the new job's id)}. */
+typedef struct tf_msg_submit_job_reply {
+  const char *job;
+  tf_msg_mem mem;
+} tf_msg_submit_job_reply;
+
+/* One metric {name: str, value: float64}. */
+typedef struct tf_msg_metric {
+  const char *name;
+  double value;
+} tf_msg_metric;
+
+/* A job as the master reports it: the JobStatus and JobControl reply body,
+ * and each element of ListJobs' jobs:
+ *   {job, name, state, mode, workers, step, steps, loss, steps_per_s,
+ *    elapsed_ms, submitted_ms, error, metrics: [{name, value}]}
+ * job, name and state are required when decoding; the others default to
+ * "", 0, NaN (loss), "" and no metrics. state is one of queued, running,
+ * paused, recovering, done, failed, cancelled (any str decodes; the
+ * reader judges it). steps 0: the total is not known. metrics: the latest
+ * evaluation ("test_accuracy", "test_loss", ...). */
+typedef struct tf_msg_job_info {
+  const char *job;       /* the id, e.g. "fmnist-mlp-sync-1" */
+  const char *name;      /* the spec's name */
+  const char *state;
+  const char *mode;      /* "sync" | "async" */
+  int workers;           /* >= 0 */
+  int64_t step;          /* global steps done, >= 0 */
+  int64_t steps;         /* total, >= 0 (0: unknown) */
+  double loss;           /* the latest training loss (NaN: none yet) */
+  double steps_per_s;    /* recent rate, >= 0 */
+  int64_t elapsed_ms;    /* running time so far, >= 0 */
+  int64_t submitted_ms;  /* Unix time of submission in ms, >= 0 */
+  const char *error;     /* why it failed, "" otherwise */
+  int n_metrics;         /* <= TF_MSG_MAX_JOB_METRICS */
+  tf_msg_metric *metrics;
+} tf_msg_job_info;
+
+/* JobStatus and JobControl reply: one job. */
+typedef struct tf_msg_job_info_reply {
+  tf_msg_job_info info;
+  tf_msg_mem mem;
+} tf_msg_job_info_reply;
+
+/* ListJobs reply {jobs: [info...]} (request body nil), oldest first. */
+typedef struct tf_msg_list_jobs_reply {
+  int n_jobs;            /* <= TF_MSG_MAX_JOBS */
+  tf_msg_job_info *jobs;
+  tf_msg_mem mem;
+} tf_msg_list_jobs_reply;
+
+/* JobStatus request {job: str}. */
+typedef struct tf_msg_job_status_req {
+  const char *job;
+  tf_msg_mem mem;
+} tf_msg_job_status_req;
+
+/* JobControl request {job: str, action: str, steps: int}: action is
+ * "pause", "resume", "cancel" or "step" (any str decodes; the master
+ * refuses others, naming them); steps (for "step", 1..2^31-1; optional,
+ * default 0) is how many more global steps a paused job runs before it
+ * pauses again. */
+typedef struct tf_msg_job_control_req {
+  const char *job;
+  const char *action;
+  int64_t steps;
+  tf_msg_mem mem;
+} tf_msg_job_control_req;
+
+/* JobLogs request {job: str, from: int (>= 0, optional, default 0)}: the
+ * lines numbered from `from` on that the master still keeps. */
+typedef struct tf_msg_job_logs_req {
+  const char *job;
+  int64_t from;
+  tf_msg_mem mem;
+} tf_msg_job_logs_req;
+
+/* JobLogs reply {first: int, lines: [str], next: int}: lines[i] is line
+ * number first + i (first > from when older lines were dropped); next is
+ * the number to ask from next time. */
+typedef struct tf_msg_job_logs_reply {
+  int64_t first, next;   /* >= 0 */
+  int n_lines;           /* <= TF_MSG_MAX_LOG_LINES */
+  const char **lines;
+  tf_msg_mem mem;
+} tf_msg_job_logs_reply;
+
+void tf_msg_submit_job_req_encode(tf_wire_writer *w, const tf_msg_submit_job_req *m);
+tf_code tf_msg_submit_job_req_decode(const tf_wire_msg *r, tf_msg_submit_job_req *out,
+                                     tf_status *st);
+void tf_msg_submit_job_req_fini(tf_msg_submit_job_req *m);
+void tf_msg_submit_job_reply_encode(tf_wire_writer *w, const tf_msg_submit_job_reply *m);
+tf_code tf_msg_submit_job_reply_decode(const tf_wire_msg *r,
+                                       tf_msg_submit_job_reply *out, tf_status *st);
+void tf_msg_submit_job_reply_fini(tf_msg_submit_job_reply *m);
+/* method: TF_M_JOB_STATUS or TF_M_JOB_CONTROL (the reply it decodes). */
+void tf_msg_job_info_reply_encode(tf_wire_writer *w, const tf_msg_job_info_reply *m);
+tf_code tf_msg_job_info_reply_decode(const tf_wire_msg *r, int method,
+                                     tf_msg_job_info_reply *out, tf_status *st);
+void tf_msg_job_info_reply_fini(tf_msg_job_info_reply *m);
+void tf_msg_list_jobs_reply_encode(tf_wire_writer *w, const tf_msg_list_jobs_reply *m);
+tf_code tf_msg_list_jobs_reply_decode(const tf_wire_msg *r, tf_msg_list_jobs_reply *out,
+                                      tf_status *st);
+void tf_msg_list_jobs_reply_fini(tf_msg_list_jobs_reply *m);
+void tf_msg_job_status_req_encode(tf_wire_writer *w, const tf_msg_job_status_req *m);
+tf_code tf_msg_job_status_req_decode(const tf_wire_msg *r, tf_msg_job_status_req *out,
+                                     tf_status *st);
+void tf_msg_job_status_req_fini(tf_msg_job_status_req *m);
+void tf_msg_job_control_req_encode(tf_wire_writer *w, const tf_msg_job_control_req *m);
+tf_code tf_msg_job_control_req_decode(const tf_wire_msg *r, tf_msg_job_control_req *out,
+                                      tf_status *st);
+void tf_msg_job_control_req_fini(tf_msg_job_control_req *m);
+void tf_msg_job_logs_req_encode(tf_wire_writer *w, const tf_msg_job_logs_req *m);
+tf_code tf_msg_job_logs_req_decode(const tf_wire_msg *r, tf_msg_job_logs_req *out,
+                                   tf_status *st);
+void tf_msg_job_logs_req_fini(tf_msg_job_logs_req *m);
+void tf_msg_job_logs_reply_encode(tf_wire_writer *w, const tf_msg_job_logs_reply *m);
+tf_code tf_msg_job_logs_reply_decode(const tf_wire_msg *r, tf_msg_job_logs_reply *out,
+                                     tf_status *st);
+void tf_msg_job_logs_reply_fini(tf_msg_job_logs_reply *m);
+
 #endif

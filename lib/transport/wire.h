@@ -47,6 +47,11 @@ typedef enum tf_method {
   TF_M_RESET = 37,
   TF_M_CLUSTER_STATUS = 38, /* the master's view of every task (tfctl health) */
   TF_M_KEEP_ALIVE = 39,     /* session (header), nil body: refreshes the session */
+  TF_M_SUBMIT_JOB = 40,     /* job spec YAML -> job id (the master runs it) */
+  TF_M_LIST_JOBS = 41,      /* -> every job the master keeps */
+  TF_M_JOB_STATUS = 42,     /* job id -> its state and progress */
+  TF_M_JOB_CONTROL = 43,    /* job id, pause|resume|cancel|step N -> status */
+  TF_M_JOB_LOGS = 44,       /* job id, first line -> log lines */
 } tf_method;
 
 /* The method's name ("RunGraph"), or "unknown". */
