@@ -32,8 +32,7 @@ struct tf_job_vars {
   int (*of_layer)[2];  /* [n_layers] kernel/table and bias index, or -1 */
 };
 
-/* Sets device on nodes [from, to) of g. */
-static void set_devices(tf_graph *g, int from, int to, const char *device) {
+void tf_job_set_devices(tf_graph *g, int from, int to, const char *device) {
   if (device == NULL || device[0] == '\0') {
     return;
   }
@@ -173,7 +172,7 @@ const tf_output *tf_job_vars_refs(const tf_job_vars *v) { return v->refs; }
 
 void tf_job_vars_set_device(tf_job_vars *v, int i, const char *device) {
   TF_ASSERT(i >= 0 && i < v->n);
-  set_devices(v->g, v->first[i], v->last[i], device);
+  tf_job_set_devices(v->g, v->first[i], v->last[i], device);
 }
 
 /* ---- one replica --------------------------------------------------------- */
@@ -371,7 +370,7 @@ tf_code tf_job_replica_build(const tf_job_spec *s, const tf_job_vars *v,
     tf_graph_pop_scope(g);
   }
   tf_layers_free(l);
-  set_devices(g, first, tf_graph_num_nodes(g), device);
+  tf_job_set_devices(g, first, tf_graph_num_nodes(g), device);
   out->n_vars = v->n;
   out->vars = v->refs;
   return code;

@@ -102,6 +102,10 @@ tf_node *tf_job_minimize(const tf_job_spec *s, tf_optimizer *o, tf_graph *g,
                          tf_output global_step, const char *name,
                          tf_status *st);
 
+/* Sets the requested device of nodes [from, to) of g (ids, e.g. from
+ * tf_graph_num_nodes before and after building them); NULL or "": none. */
+void tf_job_set_devices(tf_graph *g, int from, int to, const char *device);
+
 /* The NoOp `name` (NULL: "init") that initializes every variable of g,
  * the optimizer's slots and global_step included: build it last. */
 tf_node *tf_job_init_op(tf_graph *g, const char *name, tf_status *st);

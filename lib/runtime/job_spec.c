@@ -32,9 +32,10 @@ tf_code tf__job_parse_name(tf__spec *c, const yaml_node_t *v,
 }
 
 static tf_code parse_train(tf__spec *c, const yaml_node_t *v, tf_job_spec *s) {
-  static const char *const keys[] = {"steps", "epochs", "log_every_steps"};
-  yaml_node_t *f[3];
-  TF_TRY(tf__spec_fields(c, v, "train", keys, 3, f));
+  static const char *const keys[] = {"steps", "epochs", "log_every_steps",
+                                     "keep_variables"};
+  yaml_node_t *f[4];
+  TF_TRY(tf__spec_fields(c, v, "train", keys, 4, f));
   if ((f[0] == NULL) == (f[1] == NULL)) {
     return tf__spec_err(c, f[1] ? f[1] : v, "train", "give either 'steps' or "
                         "'epochs'%s", f[0] ? ", not both" : "");
@@ -48,6 +49,9 @@ static tf_code parse_train(tf__spec *c, const yaml_node_t *v, tf_job_spec *s) {
   if (f[2] != NULL) {
     TF_TRY(tf__spec_int(c, f[2], "train.log_every_steps", 1, STEPS_MAX, "",
                         &s->log_every_steps));
+  }
+  if (f[3] != NULL) {
+    TF_TRY(tf__spec_bool(c, f[3], "train.keep_variables", &s->keep_variables));
   }
   return TF_OK;
 }

@@ -220,6 +220,7 @@ typedef struct tf_job_spec {
   int64_t steps;           /* total steps; 0 when epochs is set */
   int64_t epochs;          /* passes over the training set; 0: steps */
   int64_t log_every_steps; /* default 100 */
+  bool keep_variables;     /* keep the job's container after it ends */
   bool eval;               /* an eval section (needs input.test) */
   int64_t eval_every_steps; /* 0: only at the end */
   bool eval_at_end;        /* default true */

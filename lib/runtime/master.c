@@ -411,6 +411,11 @@ static nng_msg *handle_now(tf_master *m, const tf_wire_msg *req, tf_status *st) 
     case TF_M_KEEP_ALIVE: return tf__ms_keep_alive(m, req, st);
     case TF_M_LIST_DEVICES: return list_devices(m, req, st);
     case TF_M_CLUSTER_STATUS: return cluster_status(m, req, st);
+    case TF_M_SUBMIT_JOB: return tf__ms_submit_job(m, req, st);
+    case TF_M_LIST_JOBS: return tf__ms_list_jobs(m, req, st);
+    case TF_M_JOB_STATUS: return tf__ms_job_status(m, req, st);
+    case TF_M_JOB_CONTROL: return tf__ms_job_control(m, req, st);
+    case TF_M_JOB_LOGS: return tf__ms_job_logs(m, req, st);
     default:
       tf_status_set(st, TF_UNIMPLEMENTED, "master: method %d (%s) is not a "
                     "master method", req->h.method, tf_method_name(req->h.method));
@@ -511,6 +516,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   m->costs = tf_cost_model_new();
   m->build_q = tf_workq_new(2, "tfm-build");
   pthread_mutex_init(&m->mu, NULL);
+  pthread_mutex_init(&m->jobs_mu, NULL);
   pthread_cond_init(&m->idle_cv, NULL);
   pthread_cond_init(&m->inflight_cv, NULL);
   pthread_cond_init(&m->timer_cv, NULL);
@@ -534,6 +540,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
 
 void tf_master_drain(tf_master *m, int64_t timeout_ms) {
   int64_t deadline = tf__now_ns() + timeout_ms * 1000000;
+  tf__ms_jobs_stop(m, timeout_ms);
   pthread_mutex_lock(&m->mu);
   m->draining = true;
   int left = m->n_steps;
@@ -576,6 +583,9 @@ static void wait_calls(tf_master *m, bool senders_only) {
 
 void tf_master_free(tf_master *m) {
   if (m == NULL) return;
+  if (m->srv != NULL) {
+    tf__ms_jobs_free(m); /* their threads call this master */
+  }
   pthread_mutex_lock(&m->mu);
   m->draining = true;
   pthread_mutex_unlock(&m->mu);
@@ -615,6 +625,7 @@ void tf_master_free(tf_master *m) {
   free(m->steps);
   free(m->url);
   pthread_mutex_destroy(&m->mu);
+  pthread_mutex_destroy(&m->jobs_mu);
   pthread_cond_destroy(&m->idle_cv);
   pthread_cond_destroy(&m->inflight_cv);
   pthread_cond_destroy(&m->timer_cv);

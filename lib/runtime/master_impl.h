@@ -18,6 +18,10 @@
 #include "lib/transport/messages.h"
 #include "lib/transport/rpc.h"
 
+/* Jobs (master_jobs.c): active at once, and kept in all. */
+#define TF_MS_JOBS_ACTIVE 8
+#define TF_MS_JOBS_KEPT 64
+
 /* One task of the spec other than the master, as health checks see it. */
 typedef struct ms_task {
   char *job;
@@ -102,6 +106,11 @@ struct tf_master {
   pthread_cond_t timer_cv; /* a step was added, or the timer must stop */
   tf_cost_model *costs;
   tf_workq *build_q;   /* prunes, places and partitions new signatures */
+  pthread_mutex_t jobs_mu; /* the job table (master_jobs.c) */
+  struct tf_job *jobs[TF_MS_JOBS_KEPT]; /* oldest first */
+  int n_jobs;
+  uint64_t job_seq;
+  bool draining_jobs;  /* no new jobs */
 };
 
 /* A writer for the OK reply to req, from the master (its task name and
@@ -177,6 +186,17 @@ void tf__ms_run_step(tf_master *m, struct tf_rpc_call *call);
  * (non-zero), or all (task < 0 and session 0), with code and why. */
 void tf__ms_abort_steps(tf_master *m, int task, uint64_t session, tf_code code,
                         const char *why);
+/* The job methods (master_jobs.c); answered at once. */
+nng_msg *tf__ms_submit_job(tf_master *m, const tf_wire_msg *req, tf_status *st);
+nng_msg *tf__ms_list_jobs(tf_master *m, const tf_wire_msg *req, tf_status *st);
+nng_msg *tf__ms_job_status(tf_master *m, const tf_wire_msg *req, tf_status *st);
+nng_msg *tf__ms_job_control(tf_master *m, const tf_wire_msg *req, tf_status *st);
+nng_msg *tf__ms_job_logs(tf_master *m, const tf_wire_msg *req, tf_status *st);
+/* Refuses new jobs and cancels the active ones, waiting up to timeout_ms
+ * for them to end (their threads use the master's server). */
+void tf__ms_jobs_stop(tf_master *m, int64_t timeout_ms);
+/* Stops (waiting as long as it takes) and frees every job. */
+void tf__ms_jobs_free(tf_master *m);
 /* Starts and stops the step-deadline thread. */
 void tf__ms_timer_start(tf_master *m);
 void tf__ms_timer_stop(tf_master *m);

@@ -1,0 +1,114 @@
+/* job_run.h: one training job run by the master (docs/jobs.md "Running
+ * jobs"). A job owns a thread that builds the job's replicated graph
+ * (job_graph.h), opens a session on the master's own URL like any client
+ * (so steps take the master's usual path: placement, partitions cached on
+ * the tasks, deadlines, health), initializes the variables, starts one
+ * input pipeline per worker and then drives the steps itself:
+ *
+ *   sync   one thread per replica runs replica_<i>/train over and over;
+ *          the job's thread runs the chief's sync/update `steps` times.
+ *   async  one thread per replica runs replica_<i>/train; each claims a
+ *          global step number first, so exactly `steps` updates are made.
+ *
+ * `steps` is train.steps, or train.epochs passes over a worker's shard
+ * (the records are counted once at the start). Evaluation (eval section)
+ * feeds the whole test set, read by the master, to the eval replica in
+ * batches every eval.every_steps and at the end; its metrics are reported
+ * as test_loss and test_<metric> (test_accuracy). The job logs a line
+ * every train.log_every_steps and on every change of state, kept in a ring
+ * of TF_JOB_LOG_LINES lines.
+ *
+ * States: queued (the thread has not connected yet) -> running <-> paused
+ * -> done | failed | cancelled. Pause stops the updates between two steps
+ * (sync: the chief stops, replicas wait for their tokens; async: every
+ * replica stops); `step N` lets a paused job make N more updates. A
+ * failed step (a task down, a bad file) fails the job with that error;
+ * cancel aborts the steps in flight by closing the session. */
+#ifndef TF_RUNTIME_JOB_RUN_H
+#define TF_RUNTIME_JOB_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/runtime/job_spec.h"
+#include "tf/status.h"
+
+#define TF_JOB_LOG_LINES 2000     /* lines kept per job */
+#define TF_JOB_LOG_LINE_MAX 1024  /* bytes of one line */
+#define TF_JOB_INFO_METRICS 16    /* metrics reported */
+#define TF_JOB_ID_MAX 80
+
+typedef enum tf_job_state {
+  TF_JOB_QUEUED = 0,
+  TF_JOB_RUNNING,
+  TF_JOB_PAUSED,
+  TF_JOB_RECOVERING,
+  TF_JOB_DONE,
+  TF_JOB_FAILED,
+  TF_JOB_CANCELLED
+} tf_job_state;
+
+/* "queued", "running", ... */
+const char *tf_job_state_name(tf_job_state s);
+/* done, failed or cancelled. */
+bool tf_job_state_final(tf_job_state s);
+
+/* The cluster a job runs on (copied by tf_job_start). */
+typedef struct tf_job_cluster {
+  const char *master_url;          /* the session's target */
+  int n_workers;                   /* worker tasks of the cluster */
+  const char *const *worker_devices; /* [n_workers] full device names */
+  int n_ps;
+  const char *const *ps_devices;   /* [n_ps] */
+  int64_t rpc_timeout_ms;          /* control calls of the session */
+} tf_job_cluster;
+
+/* A snapshot of a job (tf_job_info_get). */
+typedef struct tf_job_info {
+  char id[TF_JOB_ID_MAX + 1];
+  char name[TF_JOB_NAME_MAX + 1];
+  tf_job_state state;
+  bool sync;
+  int workers;
+  int64_t step, steps;       /* global steps done / total (0: not known yet) */
+  double loss;               /* mean training loss of the last log window,
+                              * else the latest; NaN before the first step */
+  double steps_per_s;
+  int64_t elapsed_ms;
+  int64_t submitted_ms;      /* Unix time */
+  char error[TF_JOB_LOG_LINE_MAX];
+  int n_metrics;
+  char metric_names[TF_JOB_INFO_METRICS][TF_JOB_NAME_MAX + 8];
+  double metric_values[TF_JOB_INFO_METRICS];
+} tf_job_info;
+
+typedef struct tf_job tf_job;
+
+/* Checks spec against the cluster (a model and input section; at most
+ * n_workers workers; ps_tasks at most n_ps; at least one ps task), then
+ * starts the job's thread. Takes spec in every case. INVALID_ARGUMENT
+ * naming the spec and what does not fit. */
+tf_code tf_job_start(tf_job_spec *spec, const char *id, const tf_job_cluster *c,
+                     tf_job **out, tf_status *st);
+
+void tf_job_info_get(tf_job *j, tf_job_info *out);
+
+/* action "pause", "resume", "cancel" or "step" (steps >= 1 more updates
+ * of a paused job). FAILED_PRECONDITION when the job's state does not
+ * allow it (naming the state); INVALID_ARGUMENT for another action. */
+tf_code tf_job_control(tf_job *j, const char *action, int64_t steps,
+                       tf_status *st);
+
+/* Log lines from number `from` on (at most max): *first is the number of
+ * (*lines)[0] (> from when older ones were dropped), *next the number to
+ * ask from next. The caller frees each line and the array. */
+int tf_job_logs(tf_job *j, int64_t from, int max, char ***lines, int64_t *first,
+                int64_t *next);
+
+/* Cancels (if not final) and waits up to timeout_ms for the thread; true
+ * when it ended. */
+bool tf_job_stop(tf_job *j, int64_t timeout_ms);
+/* Stops (waiting as long as it takes) and frees. NULL-safe. */
+void tf_job_free(tf_job *j);
+
+#endif
