@@ -32,7 +32,9 @@
  *
  * msg_worker.c: the worker service's graph and step messages; msg_master.c:
  * the master's session and step messages; msg_status.c: GetStatus,
- * ListDevices, ClusterStatus; msg_util.c: the shared decoding helpers. */
+ * ListDevices, ClusterStatus; msg_job.c: the job methods (SubmitJob,
+ * ListJobs, JobStatus, JobControl, JobLogs); msg_util.c: the shared
+ * decoding helpers. */
 #ifndef TF_TRANSPORT_MESSAGES_H
 #define TF_TRANSPORT_MESSAGES_H
 

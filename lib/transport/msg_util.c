@@ -4,6 +4,7 @@
  * the field, packing helpers that keep senders within the caps, and the
  * reply writer that carries the replying task's identity. */
 #include <limits.h>
+#include <math.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,32 @@ tf_code tf__msg_get_bool(const msgpack_object *o, const char *what, const char *
   return TF_OK;
 }
 
+tf_code tf__msg_get_f64(const msgpack_object *o, const char *what, const char *key,
+                        int64_t idx, double lo, double hi, bool nan_ok, double *out,
+                        tf_status *st) {
+  double v = 0;
+  if (o != NULL && (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)) {
+    v = o->via.f64; /* msgpack-c widens a float32 to this double */
+  } else if (o != NULL && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+    v = (double)o->via.u64;
+  } else if (o != NULL && o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+    v = (double)o->via.i64;
+  } else {
+    return bad(st, what, key, idx, o, "a number");
+  }
+  char at[96];
+  if (isnan(v) && !nan_ok) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: %s is NaN, not a number in "
+                         "[%g, %g]", what, where(at, sizeof at, key, idx), lo, hi);
+  }
+  if (!isnan(v) && (v < lo || v > hi)) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: %s is %g, not in [%g, %g]", what,
+                         where(at, sizeof at, key, idx), v, lo, hi);
+  }
+  *out = v;
+  return TF_OK;
+}
+
 tf_code tf__msg_get_str(tf_msg_mem *mem, const msgpack_object *o, const char *what,
                         const char *key, int64_t idx, const char **out,
                         tf_status *st) {
@@ -250,6 +277,8 @@ void tf__msg_pack_bool(msgpack_packer *pk, bool v) {
     msgpack_pack_false(pk);
   }
 }
+
+void tf__msg_pack_f64(msgpack_packer *pk, double v) { msgpack_pack_double(pk, v); }
 
 void tf__msg_pack_str(tf_wire_writer *w, const char *what, const char *key,
                       const char *s) {

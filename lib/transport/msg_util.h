@@ -47,6 +47,12 @@ tf_code tf__msg_get_int(const msgpack_object *o, const char *what, const char *k
                         tf_status *st);
 tf_code tf__msg_get_bool(const msgpack_object *o, const char *what, const char *key,
                          int64_t idx, bool *out, tf_status *st);
+/* A number in [lo, hi] (infinities allowed as bounds): a float32, a
+ * float64 or an int (converted to the nearest double). NaN is accepted
+ * (whatever lo and hi are) only when nan_ok. */
+tf_code tf__msg_get_f64(const msgpack_object *o, const char *what, const char *key,
+                        int64_t idx, double lo, double hi, bool nan_ok, double *out,
+                        tf_status *st);
 /* A str of at most TF_MSG_MAX_STR_BYTES bytes without NUL bytes, copied
  * into mem with a terminating NUL. */
 tf_code tf__msg_get_str(tf_msg_mem *mem, const msgpack_object *o, const char *what,
@@ -72,6 +78,8 @@ tf_code tf__msg_get_strs(tf_msg_mem *mem, const msgpack_object *o, const char *w
 /* ---- encoding ------------------------------------------------------------ */
 
 void tf__msg_pack_bool(msgpack_packer *pk, bool v);
+/* Packs v as a float64, NaN and infinities included (bit for bit). */
+void tf__msg_pack_f64(msgpack_packer *pk, double v);
 /* Packs s (NULL as ""); a string over TF_MSG_MAX_STR_BYTES is packed as ""
  * and fails the writer, naming what and key. */
 void tf__msg_pack_str(tf_wire_writer *w, const char *what, const char *key,

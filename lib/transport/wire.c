@@ -44,6 +44,11 @@ const char *tf_method_name(int method) {
   case TF_M_RESET: return "Reset";
   case TF_M_CLUSTER_STATUS: return "ClusterStatus";
   case TF_M_KEEP_ALIVE: return "KeepAlive";
+  case TF_M_SUBMIT_JOB: return "SubmitJob";
+  case TF_M_LIST_JOBS: return "ListJobs";
+  case TF_M_JOB_STATUS: return "JobStatus";
+  case TF_M_JOB_CONTROL: return "JobControl";
+  case TF_M_JOB_LOGS: return "JobLogs";
   default: return "unknown";
   }
 }

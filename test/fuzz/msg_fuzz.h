@@ -126,6 +126,19 @@ static inline bool msg_fuzz_one(const msg_fuzz_ops *ops, const uint8_t *data, si
   static const msg_fuzz_ops name = {(method_), (reply_), sizeof(T),            \
                                     name##_decode, name##_encode, name##_fini};
 
+/* As MSG_OPS, for a type whose decoder also takes the method it decodes
+ * (T_decode(r, method, out, st): the JobStatus and JobControl replies). */
+#define MSG_OPS_METHOD(name, T, method_, reply_)                               \
+  static tf_code name##_decode(const tf_wire_msg *r, void *m, tf_status *st) { \
+    return T##_decode(r, (method_), (T *)m, st);                               \
+  }                                                                            \
+  static void name##_encode(tf_wire_writer *w, const void *m) {                \
+    T##_encode(w, (const T *)m);                                               \
+  }                                                                            \
+  static void name##_fini(void *m) { T##_fini((T *)m); }                       \
+  static const msg_fuzz_ops name = {(method_), (reply_), sizeof(T),            \
+                                    name##_decode, name##_encode, name##_fini};
+
 /* Defines LLVMFuzzerTestOneInput for message type T of method. */
 #define MSG_FUZZ(T, method_, reply_)                                           \
   MSG_OPS(fuzz_ops, T, method_, reply_)                                        \
