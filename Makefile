@@ -130,7 +130,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check lint test-run bench-matmul bench-executor bench-dist bench-tstream bench-train soak docs clean info demo fuzz \
+.PHONY: all deps check lint test-run demo-local bench-matmul bench-executor bench-dist bench-tstream bench-train soak docs clean info demo fuzz \
         install uninstall
 all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
@@ -250,8 +250,14 @@ $(BUILD)/examples/%: examples/%.c $(STATIC)
 
 FASHION := $(BUILD)/examples/fashion_mnist/fashion_mnist
 
-# demo: the README's first command: trains the Fashion-MNIST MLP in-process.
+# demo: the README's first command: a local cluster of real daemons trains
+# the Fashion-MNIST MLP as a sync job (scripts/demo.sh); last line
+# test_accuracy: X. demo-local: the same model in-process (the example).
 demo: deps
+	@$(MAKE) --no-print-directory $(CMD_BINS)
+	@scripts/demo.sh
+
+demo-local: deps
 	@$(MAKE) --no-print-directory $(FASHION)
 	@$(FASHION) --model mlp
 

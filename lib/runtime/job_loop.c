@@ -75,8 +75,12 @@ static void progress(tf_job *j, int64_t step, char *line, size_t size) {
     if (j->loss_n > 0) {
       j->loss = j->loss_sum / (double)j->loss_n;
     }
-    snprintf(line, size, "step %lld/%lld: loss %.4f, %.1f steps/s",
-             (long long)j->step, (long long)j->steps, j->loss, j->rate);
+    int len = snprintf(line, size, "step %lld/%lld: loss %.4f, %.1f steps/s; "
+                       "steps per replica:", (long long)j->step,
+                       (long long)j->steps, j->loss, j->rate);
+    for (int i = 0; i < j->n_workers && len > 0 && (size_t)len < size; i++) {
+      len += snprintf(line + len, size - (size_t)len, " %lld", (long long)j->sent[i]);
+    }
     j->loss_sum = 0;
     j->loss_n = 0;
     while (j->next_log <= j->step) {
@@ -230,6 +234,9 @@ static void *replica_main(void *arg) {
       break;
     }
     note_loss(j, scalar_of(out[0]));
+    pthread_mutex_lock(&j->mu);
+    j->sent[a->i]++;
+    pthread_mutex_unlock(&j->mu);
     if (!sync) {
       char line[TF_JOB_LOG_LINE_MAX];
       pthread_mutex_lock(&j->mu);

@@ -216,6 +216,7 @@ tf_code tf_job_start(tf_job_spec *spec, const char *id, const tf_job_cluster *c,
   j->master_url = tf__xstrdup(c->master_url);
   j->n_workers = spec->replication.workers;
   j->workers = dup_strs(c->worker_devices, j->n_workers);
+  j->sent = tf__xcalloc((size_t)j->n_workers, sizeof *j->sent);
   j->n_ps = spec->replication.ps_tasks ? spec->replication.ps_tasks : c->n_ps;
   j->ps = dup_strs(c->ps_devices, j->n_ps);
   j->rpc_timeout_ms = c->rpc_timeout_ms;
@@ -278,6 +279,7 @@ void tf_job_free(tf_job *j) {
     free(j->metric_names[i]);
   }
   free_strs(j->workers, j->n_workers);
+  free(j->sent);
   free_strs(j->ps, j->n_ps);
   free(j->error);
   free(j->id);

@@ -34,6 +34,7 @@ struct tf_job {
   bool stop;               /* the loops end */
   int64_t step, steps;     /* done / total */
   int64_t claimed;         /* async: updates started */
+  int64_t *sent;           /* [n_workers] steps each replica finished */
   double loss, rate;
   double loss_sum;         /* the log window */
   int64_t loss_n;

@@ -1,0 +1,519 @@
+/* jobs_test.c: training jobs submitted to real daemons (1 master, 1 ps,
+ * 2 workers) with tfctl.
+ * - Sync is exact: after k steps of a sync job with 2 workers, each
+ *   reading its own file in order, the variables on the ps equal k steps
+ *   of single-process training on the two workers' batches concatenated,
+ *   same seeds, float64 (to 1e-9).
+ * - A job outlives its client: `tfctl status --follow` killed half way,
+ *   the job still finishes; `tfctl status` shows it done with its
+ *   test_accuracy; `tfctl jobs` lists it; `tfctl logs` has its lines.
+ * - Async keeps going with a worker stopped (SIGSTOP): the global step
+ *   grows; after SIGCONT both replicas update again and the job finishes.
+ * - Sync with one backup worker finishes its steps while a worker is
+ *   stopped, and the stopped replica's late gradient is dropped: its
+ *   local step, read after the job, is behind no update it contributed to.
+ * - Pause, step N, resume and cancel; a bad spec is refused with its
+ *   line:col. */
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd/tfctl/ctl_procs.h"
+#include "lib/runtime/job_model.h"
+#include "lib/runtime/job_spec.h"
+#include "test/integration/harness.h"
+#include "test/unit/testutil.h"
+#include "tf/session.h"
+#include "tf/train.h"
+
+#define N_TRAIN 64   /* records per worker file */
+#define PIXELS 16    /* 4 x 4 images */
+#define CLASSES 3
+
+/* Runs tfctl -c CONFIG args...; returns the exit code. */
+static int tfctl(th_cluster *c, int64_t ms, char **out, const char *a0, ...) {
+  char *argv[24];
+  int k = 0;
+  argv[k++] = th_bin("tfctl");
+  argv[k++] = "-c";
+  argv[k++] = c->config;
+  va_list ap;
+  va_start(ap, a0);
+  for (const char *a = a0; a != NULL && k < 23; a = va_arg(ap, const char *)) {
+    argv[k++] = (char *)a;
+  }
+  va_end(ap);
+  argv[k] = NULL;
+  char *err = NULL;
+  int rc = th_run(c, argv, ms, out, &err);
+  if (rc != 0) {
+    fprintf(stderr, "tfctl %s: exit %d: %s", a0, rc, err ? err : "");
+  }
+  free(err);
+  free(argv[0]);
+  return rc;
+}
+
+/* The last non-empty line of s (static buffer). */
+static const char *last_line(const char *s) {
+  static char buf[256];
+  buf[0] = '\0';
+  for (const char *p = s; p && *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    if (n > 0) {
+      snprintf(buf, sizeof buf, "%.*s", (int)n, p);
+    }
+    p = nl ? nl + 1 : NULL;
+  }
+  return buf;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+static void put_be32(FILE *f, uint32_t v) {
+  unsigned char b[4] = {v >> 24, v >> 16, v >> 8, v};
+  fwrite(b, 1, 4, f);
+}
+
+/* An IDX pair in DIR: images uint8 [n, 4, 4], labels uint8 [n]: a bright
+ * quarter per class over noise (learnable), from seed. */
+static void write_idx(th_cluster *c, const char *stem, int n, uint32_t seed,
+                      unsigned char *images, unsigned char *labels) {
+  char p[512];
+  for (int i = 0; i < n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    labels[i] = (unsigned char)((seed >> 16) % CLASSES);
+    for (int k = 0; k < PIXELS; k++) {
+      seed = seed * 1103515245u + 12345u;
+      int bright = (k / 4 < 2) == (labels[i] == 0) && (k % 4 < 2) == (labels[i] != 2);
+      images[i * PIXELS + k] = (unsigned char)((seed >> 16) % 96 + (bright ? 150 : 0));
+    }
+  }
+  snprintf(p, sizeof p, "%s/%s-images.idx", c->dir, stem);
+  FILE *f = fopen(p, "wb");
+  fwrite("\0\0\x08\x03", 1, 4, f);
+  put_be32(f, (uint32_t)n), put_be32(f, 4), put_be32(f, 4);
+  fwrite(images, 1, (size_t)n * PIXELS, f);
+  fclose(f);
+  snprintf(p, sizeof p, "%s/%s-labels.idx", c->dir, stem);
+  f = fopen(p, "wb");
+  fwrite("\0\0\x08\x01", 1, 4, f);
+  put_be32(f, (uint32_t)n);
+  fwrite(labels, 1, (size_t)n, f);
+  fclose(f);
+}
+
+/* A job spec over the cluster's data files; extra is appended YAML for
+ * train/eval/replication (each a full top-level section). */
+static char *spec(th_cluster *c, const char *name, const char *dtype,
+                  const char *replication, const char *train, const char *optim,
+                  bool eval) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "name: %s\n"
+           "model:\n"
+           "  input: {shape: [%d], dtype: %s}\n"
+           "  layers:\n"
+           "    - {type: dense, units: 8, activation: tanh}\n"
+           "    - {type: dense, units: %d}\n"
+           "  loss: sparse_softmax_cross_entropy\n"
+           "  metrics: [accuracy]\n"
+           "  seed: 7\n"
+           "input:\n"
+           "  format: idx\n"
+           "  train:\n"
+           "    images: [%s/w0-images.idx, %s/w1-images.idx]\n"
+           "    labels: [%s/w0-labels.idx, %s/w1-labels.idx]\n"
+           "%s"
+           "  scale: 0.00392156862745098\n"
+           "  batch_size: 8\n"
+           "  shuffle: false\n"
+           "  shard: files\n"
+           "optimizer: %s\n"
+           "replication: %s\n"
+           "train: %s\n"
+           "%s",
+           name, PIXELS, dtype, CLASSES, c->dir, c->dir, c->dir, c->dir,
+           eval ? "  test: {images: DIR/test-images.idx, labels: DIR/test-labels.idx}\n"
+                : "",
+           optim, replication, train, eval ? "eval: {every_steps: 0}\n" : "");
+  char full[8192] = "";
+  for (const char *p = text; *p;) { /* DIR -> c->dir */
+    if (strncmp(p, "DIR", 3) == 0) {
+      strncat(full, c->dir, sizeof full - strlen(full) - 1);
+      p += 3;
+    } else {
+      size_t l = strlen(full);
+      full[l] = *p++;
+      full[l + 1] = '\0';
+    }
+  }
+  char file[96];
+  snprintf(file, sizeof file, "%s.yaml", name);
+  return th_write_file(c, file, full);
+}
+
+static th_cluster *cluster_with_data(unsigned char *img[2], unsigned char *lab[2]) {
+  th_opts o = th_default_opts();
+  o.rpc_threads = 8;
+  o.down_after_ms = 10000; /* a worker stopped for 1.5 s stays up */
+  th_cluster *c = th_cluster_new(&o);
+  static unsigned char ti[256 * PIXELS], tl[256];
+  for (int w = 0; w < 2; w++) {
+    write_idx(c, w ? "w1" : "w0", N_TRAIN, 11u + (uint32_t)w, img[w], lab[w]);
+  }
+  write_idx(c, "test", 256, 99u, ti, tl);
+  TH_REQUIRE(c, th_start_all(c, 15000), "cluster did not start");
+  return c;
+}
+
+/* Submits path; returns the job id (static buffer). */
+static const char *submit(th_cluster *c, const char *path) {
+  static char id[128];
+  char *out = NULL;
+  int rc = tfctl(c, 20000, &out, "submit", path, NULL);
+  TH_REQUIRE(c, rc == 0, "submit %s: exit %d: %s", path, rc, out ? out : "");
+  snprintf(id, sizeof id, "%s", last_line(out));
+  free(out);
+  return id;
+}
+
+/* Follows the job to its end; returns tfctl's output (malloc'd). */
+static char *follow(th_cluster *c, const char *id, int want_rc) {
+  char *out = NULL;
+  int rc = tfctl(c, 120000, &out, "status", id, "--follow", NULL);
+  TH_REQUIRE(c, rc == want_rc, "status --follow %s: exit %d (want %d):\n%s", id,
+             rc, want_rc, out ? out : "");
+  return out;
+}
+
+/* ---- sync is exact ------------------------------------------------------------ */
+
+#define EXACT_STEPS 5
+#define BATCH 8
+
+/* The variables of s as job `id` left them on the cluster (keep_variables). */
+static void cluster_vars(th_cluster *c, const tf_job_spec *s, const char *id,
+                         tf_tensor **out, int *n) {
+  tf_status st;
+  tf_graph *ref = tf_graph_new();
+  tf_job_vars *v = NULL;
+  TH_REQUIRE(c, tf_job_vars_new(s, ref, NULL, &v, &st) == TF_OK, "%s", st.msg);
+  *n = tf_job_vars_count(v);
+  tf_graph *g = tf_graph_new();
+  const char *names[16];
+  for (int i = 0; i < *n; i++) {
+    const tf_layer_var *lv = tf_job_vars_at(v, i);
+    tf_node_builder *b = tf_node_begin(g, "VariableV2", lv->name);
+    tf_node_set_attr(b, "dtype", tf_attr_type_v(lv->dtype));
+    tf_node_set_attr(b, "shape", tf_attr_shape(lv->shape));
+    tf_node_set_attr(b, "container", tf_attr_string(id));
+    tf_node_set_device(b, "/job:ps/replica:0/task:0/device:CPU:0");
+    tf_node *node = tf_node_finish(b, &st);
+    TH_REQUIRE(c, node != NULL, "%s", st.msg);
+    names[i] = tf_node_name(node);
+  }
+  char url[96];
+  snprintf(url, sizeof url, "%s", th_task_get(c, "master", 0)->url);
+  tf_session_options so = {.target = url};
+  tf_session *sess = tf_session_new(g, &so, &st);
+  TH_REQUIRE(c, sess != NULL, "session: %s", st.msg);
+  TH_REQUIRE(c, tf_session_run(sess, NULL, NULL, NULL, 0, names, out, *n, NULL, 0,
+                               NULL, &st) == TF_OK, "reading the variables: %s", st.msg);
+  tf_session_free(sess);
+  tf_graph_free(g);
+  tf_job_vars_free(v);
+  tf_graph_free(ref);
+}
+
+/* k steps of one process on the concatenated batches of both workers. */
+static void local_vars(th_cluster *c, const tf_job_spec *s, unsigned char *img[2],
+                       unsigned char *lab[2], tf_tensor **out, int n) {
+  tf_status st;
+  tf_graph *g = tf_graph_new();
+  tf_job_vars *v = NULL;
+  TH_REQUIRE(c, tf_job_vars_new(s, g, NULL, &v, &st) == TF_OK, "%s", st.msg);
+  tf_node_builder *b = tf_node_begin(g, "Placeholder", "x");
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT64));
+  tf_output x = {tf_node_finish(b, &st), 0};
+  b = tf_node_begin(g, "Placeholder", "y");
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_INT32));
+  tf_output y = {tf_node_finish(b, &st), 0};
+  tf_job_replica r;
+  TH_REQUIRE(c, tf_job_replica_build(s, v, g, NULL, NULL, x, y, true, &r, &st) == TF_OK,
+             "%s", st.msg);
+  tf_output gs;
+  tf_optimizer *opt = NULL;
+  TH_REQUIRE(c, tf_global_step(g, &gs, &st) == TF_OK &&
+                    tf_job_optimizer_new(s, g, gs, &opt, &st) == TF_OK, "%s", st.msg);
+  TH_REQUIRE(c, tf_job_minimize(s, opt, g, r.loss, tf_job_vars_refs(v), n, gs, "train",
+                                &st) != NULL && tf_job_init_op(g, "init", &st) != NULL,
+             "%s", st.msg);
+  tf_session *sess = tf_session_new(g, NULL, &st);
+  const char *init = "init", *train = "train";
+  TH_REQUIRE(c, tf_session_run(sess, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1, NULL,
+                               &st) == TF_OK, "%s", st.msg);
+  for (int k = 0; k < EXACT_STEPS; k++) {
+    tf_shape xs = tf_shape_of(2, 2 * BATCH, PIXELS), ys = tf_shape_of(1, 2 * BATCH);
+    tf_tensor *fx = NULL, *fy = NULL;
+    tf_tensor_new(TF_FLOAT64, &xs, &fx, &st);
+    tf_tensor_new(TF_INT32, &ys, &fy, &st);
+    for (int w = 0; w < 2; w++) {
+      for (int i = 0; i < BATCH; i++) {
+        int row = k * BATCH + i, to = w * BATCH + i;
+        for (int p = 0; p < PIXELS; p++) {
+          ((double *)fx->data)[to * PIXELS + p] =
+              (double)img[w][row * PIXELS + p] * 0.00392156862745098;
+        }
+        ((int32_t *)fy->data)[to] = lab[w][row];
+      }
+    }
+    const char *feeds[2] = {"x", "y"};
+    tf_tensor *fv[2] = {fx, fy};
+    TH_REQUIRE(c, tf_session_run(sess, NULL, feeds, fv, 2, NULL, NULL, 0, &train, 1,
+                                 NULL, &st) == TF_OK, "local step %d: %s", k, st.msg);
+    tf_tensor_unref(fx);
+    tf_tensor_unref(fy);
+  }
+  const char *names[16];
+  for (int i = 0; i < n; i++) {
+    names[i] = tf_job_vars_at(v, i)->name;
+  }
+  TH_REQUIRE(c, tf_session_run(sess, NULL, NULL, NULL, 0, names, out, n, NULL, 0, NULL,
+                               &st) == TF_OK, "%s", st.msg);
+  tf_session_free(sess);
+  tf_optimizer_free(opt);
+  tf_job_vars_free(v);
+  tf_graph_free(g);
+}
+
+START_TEST(test_sync_is_exact) {
+  static unsigned char i0[N_TRAIN * PIXELS], i1[N_TRAIN * PIXELS], l0[N_TRAIN], l1[N_TRAIN];
+  unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
+  th_cluster *c = cluster_with_data(img, lab);
+  char *path = spec(c, "exact", "float64", "{mode: sync, workers: 2}",
+                    "{steps: 5, keep_variables: true}",
+                    "{name: momentum, learning_rate: 0.5, momentum: 0.9}", false);
+  const char *id = submit(c, path);
+  char jid[128];
+  snprintf(jid, sizeof jid, "%s", id);
+  char *out = follow(c, jid, 0);
+  TH_REQUIRE(c, strstr(out, "state: done") != NULL && strstr(out, "step: 5/5"),
+             "status:\n%s", out);
+  free(out);
+  tf_job_spec *s = NULL;
+  tf_status st;
+  TH_REQUIRE(c, tf_job_spec_load(path, &s, &st) == TF_OK, "%s", st.msg);
+  tf_tensor *dist[16] = {NULL}, *local[16] = {NULL};
+  int n = 0;
+  cluster_vars(c, s, jid, dist, &n);
+  local_vars(c, s, img, lab, local, n);
+  double worst = 0, moved = 0;
+  for (int i = 0; i < n; i++) {
+    TH_REQUIRE(c, dist[i]->n == local[i]->n, "variable %d: %lld vs %lld elements", i,
+               (long long)dist[i]->n, (long long)local[i]->n);
+    for (int64_t k = 0; k < dist[i]->n; k++) {
+      double a = ((double *)dist[i]->data)[k], b = ((double *)local[i]->data)[k];
+      worst = fmax(worst, fabs(a - b) / fmax(1.0, fabs(b)));
+      moved = fmax(moved, fabs(b));
+    }
+    tf_tensor_unref(dist[i]);
+    tf_tensor_unref(local[i]);
+  }
+  fprintf(stderr, "sync vs one process: %d variables, worst relative difference %.3g\n",
+          n, worst);
+  TH_REQUIRE(c, worst < 1e-9, "sync differs from one-process training by %.3g", worst);
+  TH_REQUIRE(c, moved > 0, "no variable has a value");
+  tf_job_spec_free(s);
+  free(path);
+  th_cluster_free(c);
+}
+END_TEST
+
+/* ---- lifecycle ------------------------------------------------------------------ */
+
+/* A field "key: value" of tfctl status's output, or -1. */
+static double field(const char *out, const char *key) {
+  char k[64];
+  snprintf(k, sizeof k, "\n%s: ", key);
+  if (strncmp(out, k + 1, strlen(k + 1)) == 0) {
+    return strtod(out + strlen(k + 1), NULL);
+  }
+  const char *p = strstr(out, k);
+  return p ? strtod(p + strlen(k), NULL) : -1;
+}
+
+static double status_field(th_cluster *c, const char *id, const char *key) {
+  char *out = NULL;
+  tfctl(c, 20000, &out, "status", id, NULL);
+  double v = out ? field(out, key) : -1;
+  free(out);
+  return v;
+}
+
+/* The global step of a running job (status "step: S/T"). */
+static int64_t job_step(th_cluster *c, const char *id) {
+  return (int64_t)status_field(c, id, "step");
+}
+
+START_TEST(test_job_outlives_its_client) {
+  static unsigned char i0[N_TRAIN * PIXELS], i1[N_TRAIN * PIXELS], l0[N_TRAIN], l1[N_TRAIN];
+  unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
+  th_cluster *c = cluster_with_data(img, lab);
+  char *path = spec(c, "outlive", "float32", "{mode: sync, workers: 2}",
+                    "{steps: 300, log_every_steps: 50}",
+                    "{name: adam, learning_rate: 0.05}", true);
+  char id[128];
+  snprintf(id, sizeof id, "%s", submit(c, path));
+  /* A follower that is killed half way. */
+  char *tfctl_bin = th_bin("tfctl");
+  char *argv[] = {tfctl_bin, "-c", c->config, "status", id, "--follow", NULL};
+  pid_t pid = th_spawn(c, argv, NULL);
+  usleep(300 * 1000);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  free(tfctl_bin);
+  char *out = follow(c, id, 0);
+  TH_REQUIRE(c, strstr(out, "state: done") != NULL, "status:\n%s", out);
+  double acc = field(out, "test_accuracy");
+  TH_REQUIRE(c, acc >= 0.9 && acc <= 1.0, "test_accuracy %.4f after 300 steps:\n%s", acc, out);
+  TH_REQUIRE(c, strncmp(last_line(out), "test_", 5) == 0, "metrics are not last:\n%s", out);
+  free(out);
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "jobs", NULL) == 0 && strstr(out, id) &&
+                    strstr(out, "done"), "jobs:\n%s", out);
+  free(out);
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "logs", id, NULL) == 0 &&
+                    strstr(out, "step 300/300") && strstr(out, "eval at step 300"),
+             "logs:\n%s", out);
+  free(out);
+  free(path);
+  th_cluster_free(c);
+}
+END_TEST
+
+/* A worker stopped (SIGSTOP) for a while, then continued: the job keeps
+ * making updates without it; afterwards it is used again. */
+static void straggler(const char *mode, const char *name) {
+  static unsigned char i0[N_TRAIN * PIXELS], i1[N_TRAIN * PIXELS], l0[N_TRAIN], l1[N_TRAIN];
+  unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
+  th_cluster *c = cluster_with_data(img, lab);
+  char *path = spec(c, name, "float32", mode, "{steps: 1000000, log_every_steps: 20}",
+                    "{name: sgd, learning_rate: 0.1}", false);
+  char id[128];
+  snprintf(id, sizeof id, "%s", submit(c, path));
+  int64_t deadline = tf_ctl_now_ms() + 30000;
+  while (job_step(c, id) < 50 && tf_ctl_now_ms() < deadline) {
+    usleep(100 * 1000);
+  }
+  th_task *w1 = th_task_get(c, "worker", 1);
+  kill(w1->pid, SIGSTOP);
+  usleep(200 * 1000);
+  int64_t a = job_step(c, id);
+  usleep(1500 * 1000);
+  int64_t b = job_step(c, id);
+  kill(w1->pid, SIGCONT);
+  TH_REQUIRE(c, a >= 50 && b > a + 20, "%s: with worker 1 stopped the step went from "
+             "%lld to %lld in 1.5 s", name, (long long)a, (long long)b);
+  char *out = NULL;
+  tfctl(c, 20000, &out, "logs", id, NULL);
+  char *before = out;
+  usleep(1500 * 1000);
+  tfctl(c, 20000, &out, "logs", id, NULL);
+  /* "steps per replica: N0 N1" on the last step line grew for replica 1. */
+  const char *p = strrchr(before, ':'), *q = strrchr(out, ':');
+  long r1_before = -1, r1_after = -1, r0;
+  TH_REQUIRE(c, p && q && sscanf(p + 1, "%ld %ld", &r0, &r1_before) == 2 &&
+                    sscanf(q + 1, "%ld %ld", &r0, &r1_after) == 2,
+             "no replica counts in the logs:\n%s", out);
+  TH_REQUIRE(c, r1_after > r1_before, "%s: replica 1 made no steps after SIGCONT "
+             "(%ld then %ld)", name, r1_before, r1_after);
+  free(before);
+  free(out);
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "cancel", id, NULL) == 0, "cancel");
+  free(out);
+  out = follow(c, id, 1);
+  TH_REQUIRE(c, strstr(out, "state: cancelled") != NULL, "after cancel:\n%s", out);
+  free(out);
+  free(path);
+  th_cluster_free(c);
+}
+
+START_TEST(test_async_goes_on_without_a_stopped_worker) {
+  straggler("{mode: async, workers: 2}", "async");
+}
+END_TEST
+
+START_TEST(test_backup_worker_covers_a_stopped_worker) {
+  straggler("{mode: sync, workers: 2, backup_workers: 1}", "backup");
+}
+END_TEST
+
+START_TEST(test_pause_step_resume_and_bad_spec) {
+  static unsigned char i0[N_TRAIN * PIXELS], i1[N_TRAIN * PIXELS], l0[N_TRAIN], l1[N_TRAIN];
+  unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
+  th_cluster *c = cluster_with_data(img, lab);
+  char *path = spec(c, "pause", "float32", "{mode: sync, workers: 2}",
+                    "{steps: 1000000}", "{name: sgd, learning_rate: 0.1}", false);
+  char id[128];
+  snprintf(id, sizeof id, "%s", submit(c, path));
+  char *out = NULL;
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "pause", id, NULL) == 0, "pause: %s", out);
+  free(out);
+  int64_t deadline = tf_ctl_now_ms() + 20000;
+  int64_t s0 = job_step(c, id);
+  usleep(500 * 1000);
+  while (job_step(c, id) != s0 && tf_ctl_now_ms() < deadline) { /* settles */
+    s0 = job_step(c, id);
+    usleep(300 * 1000);
+  }
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "step", id, "-n", "7", NULL) == 0, "step: %s", out);
+  free(out);
+  while (job_step(c, id) < s0 + 7 && tf_ctl_now_ms() < deadline) {
+    usleep(100 * 1000);
+  }
+  usleep(300 * 1000);
+  TH_REQUIRE(c, job_step(c, id) == s0 + 7, "paused at %lld, step -n 7 gave %lld",
+             (long long)s0, (long long)job_step(c, id));
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "resume", id, NULL) == 0, "resume: %s", out);
+  free(out);
+  usleep(500 * 1000);
+  TH_REQUIRE(c, job_step(c, id) > s0 + 7, "resume did not resume");
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "cancel", id, NULL) == 0, "cancel: %s", out);
+  free(out);
+  out = follow(c, id, 1);
+  free(out);
+  /* A spec error names the line and column. */
+  char *bad = th_write_file(c, "bad.yaml", "name: bad\nmodel:\n  input: {shape: [4]}\n"
+                                           "  layers:\n    - {type: dense, units: 0}\n");
+  char *argv[] = {th_bin("tfctl"), "-c", c->config, "submit", bad, NULL};
+  char *err = NULL;
+  int rc = th_run(c, argv, 20000, &out, &err);
+  TH_REQUIRE(c, rc == 1 && strstr(err, "bad.yaml:5:") && strstr(err, "units"),
+             "bad spec: exit %d: %s", rc, err);
+  free(argv[0]);
+  free(out);
+  free(err);
+  free(bad);
+  free(path);
+  th_cluster_free(c);
+}
+END_TEST
+
+Suite *tt_suite(void) {
+  Suite *s = suite_create("jobs");
+  TCase *tc = tcase_create("jobs");
+  tcase_set_timeout(tc, 180);
+  tcase_add_test(tc, test_sync_is_exact);
+  tcase_add_test(tc, test_job_outlives_its_client);
+  tcase_add_test(tc, test_async_goes_on_without_a_stopped_worker);
+  tcase_add_test(tc, test_backup_worker_covers_a_stopped_worker);
+  tcase_add_test(tc, test_pause_step_resume_and_bad_spec);
+  suite_add_tcase(s, tc);
+  return s;
+}
