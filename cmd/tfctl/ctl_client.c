@@ -1,6 +1,7 @@
-/* ctl_client.c: GetStatus, ClusterStatus and ListDevices as blocking
- * calls with deadlines; their replies are decoded by lib/transport's
- * messages (messages.h) and copied into the tf_ctl_* structs tfctl keeps. */
+/* ctl_client.c: GetStatus, ClusterStatus, ListDevices and the job
+ * methods as blocking calls with deadlines; their replies are decoded by
+ * lib/transport's messages (messages.h) and copied into the tf_ctl_*
+ * structs tfctl keeps. */
 #include "cmd/tfctl/ctl_client.h"
 
 #include <stdio.h>
@@ -42,18 +43,24 @@ void tf_ctl_devices_free(tf_ctl_device *ds, int n) {
   free(ds);
 }
 
-/* One call with a nil body from this client (from "") to task `to` (""
- * when the caller does not know which task answers at url); *reply on OK. */
-static tf_code call(const char *url, const char *to, int method, int64_t timeout_ms,
-                    tf_wire_msg **reply, tf_status *st) {
-  tf_rpc_client *c = NULL;
-  if (tf_rpc_client_new(url, 0, &c, st) != TF_OK) {
-    return st->code;
-  }
+/* A request of method from this client (from "") to task `to` (""
+ * when the caller does not know which task answers); its body is packed
+ * next (nothing packed: nil). */
+static tf_wire_writer *request(int method, const char *to, int64_t timeout_ms) {
   tf_wire_header h = {.version = TF_WIRE_VERSION, .method = method,
                       .request_id = tf_rpc_new_request_id(),
                       .deadline_ms = timeout_ms, .from = "", .to = to};
-  tf_wire_writer *w = tf_wire_writer_new(&h);
+  return tf_wire_writer_new(&h);
+}
+
+/* Sends the request w (taken) to url; *reply on OK. */
+static tf_code call_with(const char *url, tf_wire_writer *w, int64_t timeout_ms,
+                         tf_wire_msg **reply, tf_status *st) {
+  tf_rpc_client *c = NULL;
+  if (tf_rpc_client_new(url, 0, &c, st) != TF_OK) {
+    tf_wire_writer_free(w);
+    return st->code;
+  }
   nng_msg *m = NULL;
   tf_code code = tf_wire_finish(w, &m, st);
   if (code == TF_OK) {
@@ -61,6 +68,13 @@ static tf_code call(const char *url, const char *to, int method, int64_t timeout
   }
   tf_rpc_client_free(c);
   return code;
+}
+
+/* One call with a nil body from this client (from "") to task `to` (""
+ * when the caller does not know which task answers at url); *reply on OK. */
+static tf_code call(const char *url, const char *to, int method, int64_t timeout_ms,
+                    tf_wire_msg **reply, tf_status *st) {
+  return call_with(url, request(method, to, timeout_ms), timeout_ms, reply, st);
 }
 
 /* A malloc'd array of copies of names[0..n). */
@@ -217,4 +231,150 @@ tf_code tf_ctl_list_devices(const char *master_url, int64_t timeout_ms,
   *n = b.n_devices;
   tf_msg_list_devices_reply_fini(&b);
   return TF_OK;
+}
+
+/* ---- jobs ------------------------------------------------------------------ */
+
+void tf_ctl_job_fini(tf_ctl_job *j) {
+  if (j == NULL) {
+    return;
+  }
+  for (int i = 0; j->metrics != NULL && i < j->n_metrics; i++) {
+    free(j->metrics[i].name);
+  }
+  free(j->metrics);
+  free(j->job);
+  free(j->name);
+  free(j->state);
+  free(j->mode);
+  free(j->error);
+  memset(j, 0, sizeof *j);
+}
+
+void tf_ctl_jobs_free(tf_ctl_job *js, int n) {
+  for (int i = 0; js != NULL && i < n; i++) {
+    tf_ctl_job_fini(&js[i]);
+  }
+  free(js);
+}
+
+void tf_ctl_log_fini(tf_ctl_log *l) {
+  for (int i = 0; l->lines != NULL && i < l->n_lines; i++) {
+    free(l->lines[i]);
+  }
+  free(l->lines);
+  memset(l, 0, sizeof *l);
+}
+
+/* A copy of a decoded job. */
+static void copy_job(const tf_msg_job_info *j, tf_ctl_job *out) {
+  *out = (tf_ctl_job){.job = strdup(j->job), .name = strdup(j->name),
+                      .state = strdup(j->state), .mode = strdup(j->mode),
+                      .workers = j->workers, .step = j->step, .steps = j->steps,
+                      .loss = j->loss, .steps_per_s = j->steps_per_s,
+                      .elapsed_ms = j->elapsed_ms, .submitted_ms = j->submitted_ms,
+                      .error = strdup(j->error), .n_metrics = j->n_metrics};
+  out->metrics = calloc((size_t)j->n_metrics + 1, sizeof *out->metrics);
+  for (int i = 0; i < j->n_metrics; i++) {
+    out->metrics[i] = (tf_ctl_metric){strdup(j->metrics[i].name), j->metrics[i].value};
+  }
+}
+
+tf_code tf_ctl_submit_job(const char *master_url, int64_t timeout_ms, const void *spec,
+                          size_t len, const char *name, char **job, tf_status *st) {
+  *job = NULL;
+  tf_wire_writer *w = request(TF_M_SUBMIT_JOB, TF_MSG_MASTER_TASK, timeout_ms);
+  tf_msg_submit_job_req_encode(w, &(tf_msg_submit_job_req){.spec = spec, .spec_len = len,
+                                                            .name = name});
+  tf_wire_msg *r = NULL;
+  if (call_with(master_url, w, timeout_ms, &r, st) != TF_OK) {
+    return st->code;
+  }
+  tf_msg_submit_job_reply b;
+  tf_code code = tf_msg_submit_job_reply_decode(r, &b, st);
+  tf_wire_msg_free(r);
+  if (code == TF_OK) {
+    *job = strdup(b.job);
+  }
+  tf_msg_submit_job_reply_fini(&b);
+  return code;
+}
+
+tf_code tf_ctl_list_jobs(const char *master_url, int64_t timeout_ms, tf_ctl_job **out,
+                         int *n, tf_status *st) {
+  *out = NULL;
+  *n = 0;
+  tf_wire_msg *r = NULL;
+  if (call(master_url, TF_MSG_MASTER_TASK, TF_M_LIST_JOBS, timeout_ms, &r, st) != TF_OK) {
+    return st->code;
+  }
+  tf_msg_list_jobs_reply b;
+  tf_code code = tf_msg_list_jobs_reply_decode(r, &b, st);
+  tf_wire_msg_free(r);
+  if (code != TF_OK) {
+    return code;
+  }
+  tf_ctl_job *js = calloc((size_t)b.n_jobs + 1, sizeof *js);
+  for (int i = 0; i < b.n_jobs; i++) {
+    copy_job(&b.jobs[i], &js[i]);
+  }
+  *out = js;
+  *n = b.n_jobs;
+  tf_msg_list_jobs_reply_fini(&b);
+  return TF_OK;
+}
+
+/* Sends w (a JobStatus or JobControl request) and decodes the job in the
+ * reply into *out. */
+static tf_code call_job_info(const char *master_url, int method, tf_wire_writer *w,
+                             int64_t timeout_ms, tf_ctl_job *out, tf_status *st) {
+  memset(out, 0, sizeof *out);
+  tf_wire_msg *r = NULL;
+  if (call_with(master_url, w, timeout_ms, &r, st) != TF_OK) {
+    return st->code;
+  }
+  tf_msg_job_info_reply b;
+  tf_code code = tf_msg_job_info_reply_decode(r, method, &b, st);
+  tf_wire_msg_free(r);
+  if (code == TF_OK) {
+    copy_job(&b.info, out);
+  }
+  tf_msg_job_info_reply_fini(&b);
+  return code;
+}
+
+tf_code tf_ctl_job_status(const char *master_url, int64_t timeout_ms, const char *job,
+                          tf_ctl_job *out, tf_status *st) {
+  tf_wire_writer *w = request(TF_M_JOB_STATUS, TF_MSG_MASTER_TASK, timeout_ms);
+  tf_msg_job_status_req_encode(w, &(tf_msg_job_status_req){.job = job});
+  return call_job_info(master_url, TF_M_JOB_STATUS, w, timeout_ms, out, st);
+}
+
+tf_code tf_ctl_job_control(const char *master_url, int64_t timeout_ms, const char *job,
+                           const char *action, int64_t steps, tf_ctl_job *out,
+                           tf_status *st) {
+  tf_wire_writer *w = request(TF_M_JOB_CONTROL, TF_MSG_MASTER_TASK, timeout_ms);
+  tf_msg_job_control_req_encode(w, &(tf_msg_job_control_req){.job = job, .action = action,
+                                                              .steps = steps});
+  return call_job_info(master_url, TF_M_JOB_CONTROL, w, timeout_ms, out, st);
+}
+
+tf_code tf_ctl_job_logs(const char *master_url, int64_t timeout_ms, const char *job,
+                        int64_t from, tf_ctl_log *out, tf_status *st) {
+  memset(out, 0, sizeof *out);
+  tf_wire_writer *w = request(TF_M_JOB_LOGS, TF_MSG_MASTER_TASK, timeout_ms);
+  tf_msg_job_logs_req_encode(w, &(tf_msg_job_logs_req){.job = job, .from = from});
+  tf_wire_msg *r = NULL;
+  if (call_with(master_url, w, timeout_ms, &r, st) != TF_OK) {
+    return st->code;
+  }
+  tf_msg_job_logs_reply b;
+  tf_code code = tf_msg_job_logs_reply_decode(r, &b, st);
+  tf_wire_msg_free(r);
+  if (code == TF_OK) {
+    *out = (tf_ctl_log){.first = b.first, .next = b.next, .n_lines = b.n_lines,
+                        .lines = dup_strs(b.lines, b.n_lines)};
+  }
+  tf_msg_job_logs_reply_fini(&b);
+  return code;
 }

@@ -1,11 +1,13 @@
 /* ctl_client.h: the client calls tfctl and the integration harness make
- * (docs/wire.md): GetStatus straight to a task, ClusterStatus and
- * ListDevices to the master, each a blocking call with a deadline whose
- * reply body is decoded into plain structs. */
+ * (docs/wire.md): GetStatus straight to a task, ClusterStatus,
+ * ListDevices and the job methods (SubmitJob, ListJobs, JobStatus,
+ * JobControl, JobLogs) to the master, each a blocking call with a
+ * deadline whose reply body is decoded into plain structs. */
 #ifndef TF_RUNTIME_CTL_CLIENT_H
 #define TF_RUNTIME_CTL_CLIENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tf/status.h"
@@ -72,5 +74,69 @@ void tf_ctl_devices_free(tf_ctl_device *ds, int n);
 /* ListDevices to the master: *out gets *n devices in the master's order. */
 tf_code tf_ctl_list_devices(const char *master_url, int64_t timeout_ms,
                             tf_ctl_device **out, int *n, tf_status *st);
+
+/* ---- jobs ------------------------------------------------------------------ */
+
+typedef struct tf_ctl_metric {
+  char *name;   /* "test_accuracy" */
+  double value;
+} tf_ctl_metric;
+
+/* A job as JobStatus, JobControl and ListJobs report it (messages.h,
+ * tf_msg_job_info): strings are never NULL. */
+typedef struct tf_ctl_job {
+  char *job;           /* the id */
+  char *name;          /* the spec's name */
+  char *state;         /* queued, running, paused, recovering, done, failed, cancelled */
+  char *mode;          /* sync, async; "" when the master did not say */
+  int workers;
+  int64_t step, steps; /* steps 0: the total is not known */
+  double loss;         /* NaN: none yet */
+  double steps_per_s;
+  int64_t elapsed_ms, submitted_ms;
+  char *error;         /* "" unless failed */
+  int n_metrics;
+  tf_ctl_metric *metrics;
+} tf_ctl_job;
+
+void tf_ctl_job_fini(tf_ctl_job *j);
+void tf_ctl_jobs_free(tf_ctl_job *js, int n);
+
+/* SubmitJob: spec[0..len) (a job spec's YAML, at most
+ * TF_MSG_MAX_JOB_SPEC_BYTES) under name (the file it came from); *job gets
+ * the new job's id (malloc'd). The master's refusal comes back as it sent
+ * it (e.g. INVALID_ARGUMENT "j.yaml:7:17: model.layers[1].units: ..."). */
+tf_code tf_ctl_submit_job(const char *master_url, int64_t timeout_ms, const void *spec,
+                          size_t len, const char *name, char **job, tf_status *st);
+
+/* ListJobs: *out gets *n jobs, oldest first (free with tf_ctl_jobs_free). */
+tf_code tf_ctl_list_jobs(const char *master_url, int64_t timeout_ms, tf_ctl_job **out,
+                         int *n, tf_status *st);
+
+/* JobStatus of job into *out (tf_ctl_job_fini; zeroed on error). An unknown
+ * id is the master's NOT_FOUND "no job 'x' (tfctl jobs lists them)". */
+tf_code tf_ctl_job_status(const char *master_url, int64_t timeout_ms, const char *job,
+                          tf_ctl_job *out, tf_status *st);
+
+/* JobControl: action "pause", "resume", "cancel" or "step" (steps: how many
+ * more global steps, >= 1, for "step"; 0 otherwise); *out gets the job as
+ * the master reports it after the action. */
+tf_code tf_ctl_job_control(const char *master_url, int64_t timeout_ms, const char *job,
+                           const char *action, int64_t steps, tf_ctl_job *out,
+                           tf_status *st);
+
+/* A job's log lines as one JobLogs call returns them: lines[i] is line
+ * first + i; next is where the following call starts. */
+typedef struct tf_ctl_log {
+  int64_t first, next;
+  int n_lines;
+  char **lines;
+} tf_ctl_log;
+
+void tf_ctl_log_fini(tf_ctl_log *l);
+
+/* JobLogs of job from line `from` (>= 0) into *out (tf_ctl_log_fini). */
+tf_code tf_ctl_job_logs(const char *master_url, int64_t timeout_ms, const char *job,
+                        int64_t from, tf_ctl_log *out, tf_status *st);
 
 #endif

@@ -14,6 +14,12 @@ static const char *const global_text =
     "  graph GRAPH [--format yaml|dot] [--placed]\n"
     "  cluster up (-c CONFIG | CONFIG) [--run-dir DIR] [--timeout-ms N]\n"
     "  cluster down (-c CONFIG | CONFIG) [--run-dir DIR]\n"
+    "  submit JOB.yaml                 start a training job; prints its id on the last line\n"
+    "  jobs                            the master's jobs: id, name, state, step, loss, time\n"
+    "  status JOB [--follow]           a job's progress and metrics; --follow: until it ends\n"
+    "  step JOB [-n N]                 a paused job runs N more steps (default 1)\n"
+    "  pause JOB, resume JOB, cancel JOB\n"
+    "  logs JOB [--follow]             a job's log lines; --follow: until it ends\n"
     "  help [COMMAND]                  this text, or a command's\n"
     "options: -c, --config CONFIG      the cluster spec (YAML); its master task is the address\n"
     "         -m, --master ADDRESS     the master's address (host:port or a URL)\n"
@@ -58,6 +64,49 @@ static const ctl_help_entry entries[] = {
      "CONFIG whose address is on this machine, as tfmaster and tfworker\n"
      "processes with their logs and pid files under DIR (default: the spec's\n"
      "run_dir). up waits until every task answers (--timeout-ms).\n"},
+    {"submit",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] submit JOB.yaml\n"
+     "Sends the job spec JOB.yaml (docs/jobs.md; at most 1 MiB) to the master,\n"
+     "which checks it and starts the job. Prints \"submitted job ID to MASTER\"\n"
+     "and then the job's id alone on the last line:\n"
+     "  job=$(tfctl -c conf/local.yaml submit job.yaml | tail -1)\n"
+     "A spec the master refuses is reported as it says (file:line:column: key:\n"
+     "reason), exit 1.\n"},
+    {"jobs",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] jobs\n"
+     "Prints the master's jobs, oldest first: JOB (the id), NAME, STATE, STEP\n"
+     "(done/total), LOSS (the latest training loss) and ELAPSED; \"no jobs\" when\n"
+     "there are none.\n"},
+    {"status",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] status JOB [--follow]\n"
+     "Prints the job's id, name, state, mode, step, loss, steps/s, elapsed time,\n"
+     "the error when it failed, and its latest metrics (NAME: VALUE) last.\n"
+     "--follow: polls every 200 ms until the job is done, failed or cancelled,\n"
+     "showing one progress line on a terminal (a line every 5 s and on every\n"
+     "state change otherwise), then prints the same summary. Polls that fail\n"
+     "are retried; after 10 s without an answer it gives up. Exit status with\n"
+     "--follow: 0 when the job is done, 1 when it failed or was cancelled.\n"},
+    {"step",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] step JOB [-n N]\n"
+     "Lets the paused job JOB run N more global steps (1 to 2147483647, default\n"
+     "1), then pause again. Prints the job's state, step and loss.\n"},
+    {"pause",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] pause JOB\n"
+     "Pauses the job JOB; prints the state the master then reports (\"job JOB:\n"
+     "paused\"). resume and step let it go on.\n"},
+    {"resume",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] resume JOB\n"
+     "Lets the paused job JOB run again; prints the state the master then\n"
+     "reports (\"job JOB: running\").\n"},
+    {"cancel",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] cancel JOB\n"
+     "Stops the job JOB for good; prints the state the master then reports\n"
+     "(\"job JOB: cancelled\").\n"},
+    {"logs",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] logs JOB [--follow]\n"
+     "Prints the job's log lines that the master keeps, oldest first. --follow:\n"
+     "then prints new lines as they come until the job is done, failed or\n"
+     "cancelled (exit 0 once every line is printed).\n"},
     {"help",
      "usage: tfctl help [COMMAND]\n"
      "Prints tfctl's usage, or COMMAND's.\n"},

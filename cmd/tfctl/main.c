@@ -1,7 +1,9 @@
 /* tfctl: the command-line client of a cluster (docs/operations.md).
  *   tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...
- * health, devices, run, graph talk to the master (-m, or the spec's master
- * task with -c); cluster up|down start and stop a local development
+ * health, devices, run, graph and the job commands (submit, jobs, status,
+ * step, pause, resume, cancel, logs: cmd/tfctl/ctl_jobs.h) talk to the
+ * master (-m, or the spec's master task with -c); cluster up|down start
+ * and stop a local development
  * cluster (cmd/tfctl/ctl_procs.h); help [COMMAND], COMMAND --help and
  * --version print help (cmd/tfctl/ctl_help.h). Exit 0 on success, 1 with
  * one line "tfctl: <reason>" on stderr when the command failed, 2 for
@@ -10,6 +12,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 #include "cmd/tfctl/ctl_cluster.h"
 #include "cmd/tfctl/ctl_graph.h"
 #include "cmd/tfctl/ctl_help.h"
+#include "cmd/tfctl/ctl_jobs.h"
 #include "cmd/tfctl/ctl_procs.h"
 #include "lib/runtime/placement.h"
 #include "tf/serialize.h"
@@ -31,9 +35,10 @@ enum { CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
 /* The command line. */
 typedef struct ctl_args {
   const char *config, *master, *timeout_str, *out_dir, *format, *run_dir;
+  const char *steps_str; /* -n */
   const char **pos, **feeds, **fetches, **targets;
   int n_pos, n_feeds, n_fetches, n_targets;
-  bool placed, help, version;
+  bool placed, help, version, follow;
   int64_t timeout_ms; /* 0: unset */
   tf_cluster_spec *spec; /* loaded from config */
   char *master_url;
@@ -61,7 +66,7 @@ static int ctl_fail(int code, const char *fmt, ...) {
 
 static const char *const value_opts[] = {"-c", "--config", "-m", "--master", "--timeout-ms",
                                          "--feed", "--fetch", "--target", "--out",
-                                         "--format", "--run-dir", NULL};
+                                         "--format", "--run-dir", "-n", NULL};
 
 static bool takes_value(const char *name) {
   for (int i = 0; value_opts[i] != NULL; i++) {
@@ -99,6 +104,10 @@ static bool set_opt(ctl_args *a, const char *name, const char *v) {
     a->run_dir = v;
   } else if (strcmp(name, "--placed") == 0) {
     a->placed = true;
+  } else if (strcmp(name, "-n") == 0) {
+    a->steps_str = v;
+  } else if (strcmp(name, "--follow") == 0) {
+    a->follow = true;
   } else {
     return false;
   }
@@ -191,8 +200,25 @@ static int ctl_resolve_master(ctl_args *a) {
   return 0;
 }
 
-/* Usage error unless only the listed option groups were given. */
+/* The job commands (cmd_job). */
+static bool is_job_cmd(const char *cmd) {
+  static const char *const cmds[] = {"submit", "jobs", "status", "step", "pause", "resume",
+                                     "cancel", "logs"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    if (strcmp(cmd, cmds[i]) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Usage error unless only the listed option groups were given (-n and
+ * --follow are the job commands', which check them in cmd_job). */
 static int only_opts(const ctl_args *a, bool run_opts, bool graph_opts, bool run_dir) {
+  if (!is_job_cmd(a->pos[0]) && (a->steps_str != NULL || a->follow)) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no %s", a->pos[0],
+                    a->steps_str != NULL ? "-n" : "--follow");
+  }
   if (!run_opts && (a->n_feeds || a->n_fetches || a->n_targets || a->out_dir)) {
     return ctl_fail(CTL_EXIT_USAGE, "%s takes no --feed/--fetch/--target/--out", a->pos[0]);
   }
@@ -641,6 +667,68 @@ static int cmd_cluster(ctl_args *a) {
   return rc;
 }
 
+/* ---- jobs ------------------------------------------------------------------ */
+
+/* The usage of a job command: its positionals, -n and --follow; *steps
+ * gets step's -n (default 1). Returns 0 or CTL_EXIT_USAGE (reported). */
+static int job_usage(const ctl_args *a, int64_t *steps) {
+  const char *cmd = a->pos[0];
+  bool step = strcmp(cmd, "step") == 0;
+  if (a->steps_str != NULL && !step) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no -n (only step does)", cmd);
+  }
+  if (a->follow && strcmp(cmd, "status") != 0 && strcmp(cmd, "logs") != 0) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no --follow (status and logs do)", cmd);
+  }
+  if (strcmp(cmd, "jobs") == 0 && a->n_pos > 1) {
+    return ctl_fail(CTL_EXIT_USAGE, "jobs takes no arguments, got '%s'", a->pos[1]);
+  }
+  const char *what = strcmp(cmd, "submit") == 0 ? "a JOB.yaml file" : "a JOB id";
+  if (strcmp(cmd, "jobs") != 0 && a->n_pos < 2) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s needs %s", cmd, what);
+  }
+  if (a->n_pos > 2) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes one argument (%s), got also '%s'", cmd, what,
+                    a->pos[2]);
+  }
+  *steps = step ? 1 : 0;
+  if (step && a->steps_str != NULL) {
+    char *end = NULL;
+    errno = 0;
+    long long n = strtoll(a->steps_str, &end, 10);
+    if (end == a->steps_str || *end != '\0' || errno != 0 || n < 1 || n > INT32_MAX) {
+      return ctl_fail(CTL_EXIT_USAGE, "-n: expected a number of steps from 1 to %d, got '%s'",
+                      INT32_MAX, a->steps_str);
+    }
+    *steps = n;
+  }
+  return 0;
+}
+
+static int cmd_job(ctl_args *a) {
+  int64_t steps = 0;
+  int rc = only_opts(a, false, false, false);
+  if (rc != 0 || (rc = job_usage(a, &steps)) != 0 || (rc = ctl_resolve_master(a)) != 0) {
+    return rc;
+  }
+  tf_ctl_jobs_opts o = {.master_url = a->master_url, .timeout_ms = a->timeout_ms,
+                        .out = stdout, .err = stderr, .tty = isatty(STDOUT_FILENO) == 1};
+  const char *cmd = a->pos[0], *arg = a->n_pos > 1 ? a->pos[1] : NULL;
+  if (strcmp(cmd, "submit") == 0) {
+    return tf_ctl_cmd_submit(&o, arg);
+  }
+  if (strcmp(cmd, "jobs") == 0) {
+    return tf_ctl_cmd_jobs(&o);
+  }
+  if (strcmp(cmd, "status") == 0) {
+    return tf_ctl_cmd_status(&o, arg, a->follow);
+  }
+  if (strcmp(cmd, "logs") == 0) {
+    return tf_ctl_cmd_logs(&o, arg, a->follow);
+  }
+  return tf_ctl_cmd_control(&o, arg, cmd, steps); /* step, pause, resume, cancel */
+}
+
 /* tfctl --help, tfctl help [COMMAND], tfctl COMMAND --help. */
 static int cmd_help(const ctl_args *a) {
   int first = a->help ? 0 : 1; /* COMMAND --help, else help [COMMAND] */
@@ -680,6 +768,8 @@ int main(int argc, char **argv) {
     rc = (rc = only_opts(&a, false, true, false)) != 0 ? rc : cmd_graph(&a);
   } else if (strcmp(cmd, "cluster") == 0) {
     rc = (rc = only_opts(&a, false, false, true)) != 0 ? rc : cmd_cluster(&a);
+  } else if (is_job_cmd(cmd)) {
+    rc = cmd_job(&a);
   } else {
     rc = ctl_fail(CTL_EXIT_USAGE, "unknown command '%s'", cmd);
   }

@@ -8,17 +8,17 @@ _tfctl() {
     words=("${COMP_WORDS[@]}")
     cword=$COMP_CWORD
   }
-  local commands="health devices run graph cluster help"
+  local commands="health devices run graph cluster submit jobs status step pause resume cancel logs help"
   case $prev in
     -c|--config) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --out|--run-dir) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --format) COMPREPLY=($(compgen -W "yaml dot" -- "$cur")); return ;;
-    -m|--master|--timeout-ms|--fetch|--target|--feed) return ;;
+    -m|--master|--timeout-ms|--fetch|--target|--feed|-n) return ;;
   esac
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
-      -c|--config|-m|--master|--timeout-ms|--fetch|--target|--feed|--out|--format|--run-dir) ((i++)) ;;
+      -c|--config|-m|--master|--timeout-ms|--fetch|--target|--feed|--out|--format|--run-dir|-n) ((i++)) ;;
       -*) ;;
       *) cmd=${words[i]}; break ;;
     esac
@@ -29,6 +29,8 @@ _tfctl() {
       run) opts="$opts --fetch --feed --target --out" ;;
       graph) opts="$opts --format --placed" ;;
       cluster) opts="-c --config --run-dir --timeout-ms -h --help" ;;
+      status|logs) opts="$opts --follow" ;;
+      step) opts="$opts -n" ;;
     esac
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
     return
@@ -38,6 +40,7 @@ _tfctl() {
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
     cluster) COMPREPLY=($(compgen -W "up down" -- "$cur")) ;;
     run|graph) COMPREPLY=($(compgen -f -X '!*.@(tfg|yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null ;;
+    submit) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null ;;
   esac
 }
 complete -F _tfctl tfctl

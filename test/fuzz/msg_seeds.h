@@ -6,6 +6,8 @@
 #ifndef TF_TEST_FUZZ_MSG_SEEDS_H
 #define TF_TEST_FUZZ_MSG_SEEDS_H
 
+#include <math.h>
+
 #include "lib/transport/messages.h"
 #include "test/fuzz/msg_raw.h"
 
@@ -166,6 +168,56 @@ static void seeds_status(seed_put_fn put) {
   seed_put(put, "msg_cluster_status_reply", 0, w);
 }
 
+static void seeds_job_info(seed_put_fn put) {
+  tf_msg_metric ms[] = {{"test_accuracy", 0.8912}, {"test_loss", NAN}};
+  tf_msg_job_info js[] = {
+      {.job = "fmnist-mlp-sync-1", .name = "fmnist-mlp", .state = "running", .mode = "sync",
+       .workers = 2, .step = 1200, .steps = 3000, .loss = 0.4123, .steps_per_s = 85.2,
+       .elapsed_ms = 14100, .submitted_ms = 1790000000123LL, .error = "", .n_metrics = 2,
+       .metrics = ms},
+      {.job = "q-2", .name = "q", .state = "failed", .mode = "async", .loss = NAN,
+       .error = "worker 1: step 7: loss is NaN"}};
+  for (int k = 0; k < 2; k++) {
+    tf_wire_writer *w = seed_writer(k ? TF_M_JOB_CONTROL : TF_M_JOB_STATUS, true);
+    tf_msg_job_info_reply_encode(w, &(tf_msg_job_info_reply){.info = js[k]});
+    seed_put(put, "msg_job_info_reply", k, w);
+    w = seed_writer(TF_M_LIST_JOBS, true);
+    tf_msg_list_jobs_reply_encode(w, &(tf_msg_list_jobs_reply){.n_jobs = 2 * k, .jobs = js});
+    seed_put(put, "msg_list_jobs_reply", k, w);
+  }
+}
+
+static void seeds_jobs(seed_put_fn put) {
+  static const char spec[] = "name: mlp\nmodel:\n  layers: [{dense: {units: 10}}]\n";
+  tf_wire_writer *w = seed_writer(TF_M_SUBMIT_JOB, false);
+  tf_msg_submit_job_req_encode(w, &(tf_msg_submit_job_req){spec, sizeof spec - 1, "j.yaml"});
+  seed_put(put, "msg_submit_job_req", 0, w);
+  w = seed_writer(TF_M_SUBMIT_JOB, true);
+  tf_msg_submit_job_reply_encode(w, &(tf_msg_submit_job_reply){.job = "mlp-1"});
+  seed_put(put, "msg_submit_job_reply", 0, w);
+  w = seed_writer(TF_M_JOB_STATUS, false);
+  tf_msg_job_status_req_encode(w, &(tf_msg_job_status_req){.job = "mlp-1"});
+  seed_put(put, "msg_job_status_req", 0, w);
+  const char *actions[] = {"step", "pause"};
+  const char *lines[] = {"step 100 loss 0.6931", "", "done"};
+  for (int k = 0; k < 2; k++) {
+    w = seed_writer(TF_M_JOB_CONTROL, false);
+    tf_msg_job_control_req_encode(w, &(tf_msg_job_control_req){.job = "mlp-1",
+                                                                .action = actions[k],
+                                                                .steps = k ? 0 : 10});
+    seed_put(put, "msg_job_control_req", k, w);
+    w = seed_writer(TF_M_JOB_LOGS, false);
+    tf_msg_job_logs_req_encode(w, &(tf_msg_job_logs_req){.job = "mlp-1", .from = 40 * k});
+    seed_put(put, "msg_job_logs_req", k, w);
+    w = seed_writer(TF_M_JOB_LOGS, true);
+    tf_msg_job_logs_reply_encode(w, &(tf_msg_job_logs_reply){
+                                        .first = 40 * k, .n_lines = 3 * k, .lines = lines,
+                                        .next = 43 * k});
+    seed_put(put, "msg_job_logs_reply", k, w);
+  }
+  seeds_job_info(put);
+}
+
 /* Writes every message harness's seeds through put. */
 static void msg_seeds(seed_put_fn put) {
   tf_tensor *ts[] = {seed_tensor(TF_FLOAT32, 3), seed_tensor(TF_STRING, 2),
@@ -173,6 +225,7 @@ static void msg_seeds(seed_put_fn put) {
   seeds_worker(put, ts);
   seeds_master(put, ts);
   seeds_status(put);
+  seeds_jobs(put);
   for (int i = 0; i < 4; i++) {
     tf_tensor_unref(ts[i]);
   }

@@ -6,7 +6,9 @@
  * cluster that cannot start names the task and stops the rest; usage
  * errors exit 2 (-c with -m among them); a run with only targets says it
  * ran them; --out is checked before the step; a session error names the
- * master once; --version, help and COMMAND --help. */
+ * master once; --version, help and COMMAND --help; the job commands' usage
+ * errors (missing JOB, extra arguments, a bad -n, options of other
+ * commands) and a job spec that cannot be read, named before any call. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -315,6 +317,22 @@ START_TEST(test_usage_errors) {
       {"-c", "c.yaml", "-m", "127.0.0.1:1", "health", NULL},
       {"help", "bogus", NULL},
       {"help", "run", "graph", NULL},
+      {"-m", "127.0.0.1:1", "submit", NULL},
+      {"-m", "127.0.0.1:1", "submit", "a.yaml", "b.yaml"},
+      {"submit", "j.yaml", NULL},
+      {"-m", "127.0.0.1:1", "status", NULL},
+      {"-m", "127.0.0.1:1", "pause", "j", "extra"},
+      {"-m", "127.0.0.1:1", "logs", NULL},
+      {"-m", "127.0.0.1:1", "jobs", "extra", NULL},
+      {"step", "j", "-n", "0", NULL},
+      {"step", "j", "-n", "-3", NULL},
+      {"step", "j", "-n", "2x", NULL},
+      {"step", "j", "-n", "2147483648", NULL},
+      {"step", "j", "-n", NULL},
+      {"status", "j", "-n", "3", NULL},
+      {"cancel", "j", "--follow", NULL},
+      {"jobs", "--follow", NULL},
+      {"-m", "127.0.0.1:1", "health", "--follow", NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *out = NULL, *err = NULL;
@@ -335,6 +353,18 @@ START_TEST(test_usage_errors) {
   TH_REQUIRE(c, rc == 1 && one_line_error(err) && strstr(err, "/nonexistent/c.yaml") != NULL,
              "missing config: exit %d: %s", rc, err);
   free(out), free(err);
+  /* A spec file that cannot be read is named before any call: the master
+   * address answers nothing, and the error is the file's. */
+  rc = tfctl(c, &out, &err, "-m", "127.0.0.1:1", "submit", "/nonexistent/j.yaml", NULL);
+  TH_REQUIRE(c, rc == 1 && one_line_error(err) &&
+                    strstr(err, "cannot read job spec /nonexistent/j.yaml") != NULL &&
+                    out[0] == '\0',
+             "missing job spec: exit %d: %s", rc, err);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "-m", "127.0.0.1:1", "--timeout-ms", "300", "status", "j", NULL);
+  TH_REQUIRE(c, rc == 1 && one_line_error(err) && strstr(err, "JobStatus to tcp://127.0.0.1:1")
+                    != NULL, "status of nothing: exit %d: %s", rc, err);
+  free(out), free(err);
   th_cluster_free(c);
 }
 END_TEST
@@ -346,7 +376,8 @@ START_TEST(test_help_and_version) {
   TH_REQUIRE(c, rc == 0 && strncmp(out, "tfctl ", 6) == 0 && strstr(out, tf_version()) != NULL,
              "--version: exit %d: %s%s", rc, out, err);
   free(out), free(err);
-  const char *commands[] = {"health", "devices", "run", "graph", "cluster", "help"};
+  const char *commands[] = {"health", "devices", "run",    "graph", "cluster", "submit", "jobs",
+                            "status", "step",    "pause",  "resume", "cancel",  "logs",   "help"};
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     rc = tfctl(c, &out, &err, "help", commands[i], NULL);
     TH_REQUIRE(c, rc == 0 && strncmp(out, "usage: tfctl", 12) == 0 && err[0] == '\0',
@@ -362,7 +393,16 @@ START_TEST(test_help_and_version) {
              "run --help: %s", out);
   free(out), free(err);
   rc = tfctl(c, &out, &err, "--help", NULL);
-  TH_REQUIRE(c, rc == 0 && strstr(out, "help [COMMAND]") != NULL, "--help: %s", out);
+  TH_REQUIRE(c, rc == 0 && strstr(out, "help [COMMAND]") != NULL &&
+                    strstr(out, "submit JOB.yaml") != NULL &&
+                    strstr(out, "status JOB [--follow]") != NULL, "--help: %s", out);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "status", "--help", NULL);
+  TH_REQUIRE(c, rc == 0 && strstr(out, "--follow") != NULL && strstr(out, "metrics") != NULL,
+             "status --help: %s", out);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "help", "step", NULL);
+  TH_REQUIRE(c, rc == 0 && strstr(out, "step JOB [-n N]") != NULL, "help step: %s", out);
   free(out), free(err);
   th_cluster_free(c);
 }
