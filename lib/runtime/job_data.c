@@ -64,7 +64,7 @@ tf_code tf_job_count_train(const tf_job_spec *s, int worker, int64_t *n,
 /* Element i of a record of raw dtype (big-endian for IDX). */
 static double element(const unsigned char *p, tf_dtype raw, bool big, int64_t i) {
   size_t w = tf_dtype_size(raw);
-  unsigned char b[8];
+  unsigned char b[8] = {0};
   for (size_t k = 0; k < w; k++) { /* to little-endian */
     b[k] = big ? p[i * (int64_t)w + (int64_t)(w - 1 - k)] : p[i * (int64_t)w + (int64_t)k];
   }

@@ -25,6 +25,7 @@ typedef struct builder {
   tf_output *accs;      /* sync: [n_vars] */
   tf_output *tokens;    /* sync: [workers] */
   void **keep;          /* [workers] input pipeline memory */
+  int (*ranges)[2];     /* [workers] node ids each replica built */
   tf_status *st;
 } builder;
 
@@ -409,21 +410,45 @@ static bool spread_refs(tf_graph *g) {
   return changed;
 }
 
-/* Every stateful resource gets an explicit device, so that each step's
- * placement (done per signature, on the pruned graph) puts it in the same
- * place: a resource joined by ref edges to a placed node goes there (an
- * optimizer's slots beside their variable); the rest go to ps 0. */
-static void pin_resources(tf_graph *g, const char *fallback) {
+static void set_device(tf_node *n, const char *device) {
+  free(n->device);
+  n->device = tf__xstrdup(device);
+}
+
+/* Every node gets an explicit device, so that each step's placement (done
+ * per signature, on the pruned graph) puts a variable where its
+ * initializer ran, and a replica's step touches only its worker and the
+ * ps tasks (a stopped worker must not hold up the others): nodes joined
+ * by ref edges to a placed node go there (an optimizer's slots beside
+ * their variable); other resources go to ps 0; the rest of what replica i
+ * built (ranges[i]: [first, end) node ids) goes to worker i; everything
+ * else (the chief's update, init) to ps 0. */
+static void pin_devices(builder *b) {
+  tf_graph *g = b->g;
+  const char *ps0 = b->o->ps_devices[0];
   while (spread_refs(g)) {
   }
   for (int i = 0; i < tf_graph_num_nodes(g); i++) {
     tf_node *n = tf_graph_node(g, i);
     if (n->device[0] == '\0' && tf_node_attr(n, "container") != NULL) {
-      free(n->device);
-      n->device = tf__xstrdup(fallback);
+      set_device(n, ps0);
     }
   }
   while (spread_refs(g)) {
+  }
+  for (int r = 0; r < b->o->workers; r++) {
+    for (int i = b->ranges[r][0]; i < b->ranges[r][1]; i++) {
+      tf_node *n = tf_graph_node(g, i);
+      if (n->device[0] == '\0') {
+        set_device(n, b->o->worker_devices[r]);
+      }
+    }
+  }
+  for (int i = 0; i < tf_graph_num_nodes(g); i++) {
+    tf_node *n = tf_graph_node(g, i);
+    if (n->device[0] == '\0') {
+      set_device(n, ps0);
+    }
   }
 }
 
@@ -461,8 +486,11 @@ static tf_code build_all(builder *b) {
   if (b->jg->sync) {
     TF_TRY(sync_state(b));
   }
+  b->ranges = tf__xcalloc((size_t)b->o->workers, sizeof *b->ranges);
   for (int i = 0; i < b->o->workers; i++) {
+    b->ranges[i][0] = tf_graph_num_nodes(b->g);
     TF_TRY(replica(b, i));
+    b->ranges[i][1] = tf_graph_num_nodes(b->g);
   }
   if (b->jg->sync) {
     TF_TRY(sync_update(b));
@@ -474,7 +502,7 @@ static tf_code build_all(builder *b) {
     return b->st->code;
   }
   b->jg->init = tf__xstrdup("init");
-  pin_resources(b->g, b->o->ps_devices[0]);
+  pin_devices(b);
   if (b->o->container != NULL && b->o->container[0] != '\0') {
     set_container(b->g, b->o->container);
   }
@@ -502,6 +530,7 @@ tf_code tf_job_graph_build(const tf_job_spec *s, const tf_job_graph_options *o,
   tf_optimizer_free(b.opt);
   free(b.accs);
   free(b.tokens);
+  free(b.ranges);
   if (code != TF_OK) {
     tf_status_prefix(st, "%s: building the training graph", s->path);
     tf_job_graph_free(jg);
