@@ -126,9 +126,12 @@ installed_tfctl() {
 # The installed completion offers the commands, then a command's options.
 completion() {
   bash -c '. "$1"; COMP_WORDS=(tfctl ""); COMP_CWORD=1; _tfctl; echo "${COMPREPLY[*]}"' _ \
-    "$usr/share/bash-completion/completions/tfctl" | grep -qx 'health devices run graph cluster help' &&
+    "$usr/share/bash-completion/completions/tfctl" |
+    grep -qx 'health devices run graph cluster submit jobs status step pause resume cancel logs help' &&
   bash -c '. "$1"; COMP_WORDS=(tfctl run --o); COMP_CWORD=2; _tfctl; echo "${COMPREPLY[*]}"' _ \
-    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--out'
+    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--out' &&
+  bash -c '. "$1"; COMP_WORDS=(tfctl status j --f); COMP_CWORD=3; _tfctl; echo "${COMPREPLY[*]}"' _ \
+    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--follow'
 }
 
 nothing_left() {
