@@ -243,6 +243,7 @@ void tf_ctl_job_fini(tf_ctl_job *j) {
     free(j->metrics[i].name);
   }
   free(j->metrics);
+  free(j->replica_steps);
   free(j->job);
   free(j->name);
   free(j->state);
@@ -277,6 +278,11 @@ static void copy_job(const tf_msg_job_info *j, tf_ctl_job *out) {
   out->metrics = calloc((size_t)j->n_metrics + 1, sizeof *out->metrics);
   for (int i = 0; i < j->n_metrics; i++) {
     out->metrics[i] = (tf_ctl_metric){strdup(j->metrics[i].name), j->metrics[i].value};
+  }
+  out->n_replica_steps = j->n_replica_steps;
+  out->replica_steps = calloc((size_t)j->n_replica_steps + 1, sizeof *out->replica_steps);
+  for (int i = 0; i < j->n_replica_steps; i++) {
+    out->replica_steps[i] = j->replica_steps[i];
   }
 }
 

@@ -97,6 +97,8 @@ typedef struct tf_ctl_job {
   char *error;         /* "" unless failed */
   int n_metrics;
   tf_ctl_metric *metrics;
+  int n_replica_steps;    /* 0: not reported */
+  int64_t *replica_steps; /* steps each replica finished */
 } tf_ctl_job;
 
 void tf_ctl_job_fini(tf_ctl_job *j);

@@ -134,6 +134,13 @@ void tf_ctl_job_summary(FILE *f, const tf_ctl_job *j) {
     fprintf(f, ", %d worker%s", j->workers, j->workers == 1 ? "" : "s");
   }
   fprintf(f, "\nstep: %s\n", step_text(j, st, sizeof st));
+  if (j->n_replica_steps > 0) {
+    fprintf(f, "replica steps:");
+    for (int i = 0; i < j->n_replica_steps; i++) {
+      fprintf(f, " %lld", (long long)j->replica_steps[i]);
+    }
+    fprintf(f, "\n");
+  }
   fprintf(f, "loss: %s\n", loss_text(j->loss, loss, sizeof loss));
   fprintf(f, "steps/s: %.1f\n", j->steps_per_s);
   fprintf(f, "elapsed: %.1f s\n", (double)j->elapsed_ms / 1000.0);

@@ -107,6 +107,10 @@ void tf_job_info_get(tf_job *j, tf_job_info *out) {
              j->metric_names[i]);
     out->metric_values[i] = j->metric_values[i];
   }
+  out->n_replicas = j->sent != NULL ? j->n_workers : 0;
+  for (int i = 0; i < out->n_replicas; i++) {
+    out->replica_steps[i] = j->sent[i];
+  }
   pthread_mutex_unlock(&j->mu);
 }
 

@@ -80,6 +80,8 @@ typedef struct tf_job_info {
   int n_metrics;
   char metric_names[TF_JOB_INFO_METRICS][TF_JOB_NAME_MAX + 8];
   double metric_values[TF_JOB_INFO_METRICS];
+  int n_replicas;                       /* = workers once started, else 0 */
+  int64_t replica_steps[TF_JOB_WORKERS_MAX]; /* steps each replica finished */
 } tf_job_info;
 
 typedef struct tf_job tf_job;

@@ -127,7 +127,8 @@ static void to_msg(const tf_job_info *in, tf_msg_job_info *out, tf_msg_metric *m
       .step = in->step, .steps = in->steps, .loss = in->loss,
       .steps_per_s = in->steps_per_s, .elapsed_ms = in->elapsed_ms,
       .submitted_ms = in->submitted_ms, .error = in->error,
-      .n_metrics = in->n_metrics, .metrics = mt};
+      .n_metrics = in->n_metrics, .metrics = mt,
+      .n_replica_steps = in->n_replicas, .replica_steps = (int64_t *)in->replica_steps};
   for (int i = 0; i < in->n_metrics; i++) {
     mt[i] = (tf_msg_metric){.name = in->metric_names[i], .value = in->metric_values[i]};
   }

@@ -365,6 +365,7 @@ void tf_msg_cluster_status_reply_fini(tf_msg_cluster_status_reply *m);
 #define TF_MSG_MAX_JOB_SPEC_BYTES (1 << 20) /* a submitted spec (= TF_JOB_SPEC_BYTES_MAX) */
 #define TF_MSG_MAX_JOBS 1024                /* jobs in a ListJobs reply */
 #define TF_MSG_MAX_JOB_METRICS 64           /* metrics of one job */
+#define TF_MSG_MAX_JOB_REPLICAS 1024        /* replica_steps of one job (= TF_JOB_WORKERS_MAX) */
 #define TF_MSG_MAX_LOG_LINES 4096           /* lines in one JobLogs reply */
 
 /* SubmitJob request {spec: bin (the YAML text, <= 1 MiB), name: str (the
@@ -396,7 +397,8 @@ typedef struct tf_msg_metric {
  * "", 0, NaN (loss), "" and no metrics. state is one of queued, running,
  * paused, recovering, done, failed, cancelled (any str decodes; the
  * reader judges it). steps 0: the total is not known. metrics: the latest
- * evaluation ("test_accuracy", "test_loss", ...). */
+ * evaluation ("test_accuracy", "test_loss", ...). replica_steps: how many
+ * steps each replica finished (absent: none). */
 typedef struct tf_msg_job_info {
   const char *job;       /* the id, e.g. "fmnist-mlp-sync-1" */
   const char *name;      /* the spec's name */
@@ -412,6 +414,8 @@ typedef struct tf_msg_job_info {
   const char *error;     /* why it failed, "" otherwise */
   int n_metrics;         /* <= TF_MSG_MAX_JOB_METRICS */
   tf_msg_metric *metrics;
+  int n_replica_steps;   /* <= TF_MSG_MAX_JOB_REPLICAS */
+  int64_t *replica_steps; /* steps each replica finished, >= 0 */
 } tf_msg_job_info;
 
 /* JobStatus and JobControl reply: one job. */

@@ -17,6 +17,7 @@
 
 #define CAP_JOBS TF_MSG_MAX_JOBS, "TF_MSG_MAX_JOBS"
 #define CAP_METRICS TF_MSG_MAX_JOB_METRICS, "TF_MSG_MAX_JOB_METRICS"
+#define CAP_REPLICAS TF_MSG_MAX_JOB_REPLICAS, "TF_MSG_MAX_JOB_REPLICAS"
 #define CAP_LINES TF_MSG_MAX_LOG_LINES, "TF_MSG_MAX_LOG_LINES"
 
 static const char SUBMIT[] = "SubmitJob", SUBMIT_REPLY[] = "SubmitJob reply",
@@ -122,11 +123,11 @@ void tf_msg_submit_job_reply_fini(tf_msg_submit_job_reply *m) {
 /* The keys of a job's map, in packing order (docs/wire.md). */
 enum {
   K_JOB, K_NAME, K_STATE, K_MODE, K_WORKERS, K_STEP, K_STEPS, K_LOSS, K_STEPS_PER_S,
-  K_ELAPSED_MS, K_SUBMITTED_MS, K_ERROR, K_METRICS, N_INFO_KEYS
+  K_ELAPSED_MS, K_SUBMITTED_MS, K_ERROR, K_METRICS, K_REPLICA_STEPS, N_INFO_KEYS
 };
 static const char *const info_keys[N_INFO_KEYS] = {
     "job", "name", "state", "mode", "workers", "step", "steps", "loss", "steps_per_s",
-    "elapsed_ms", "submitted_ms", "error", "metrics"};
+    "elapsed_ms", "submitted_ms", "error", "metrics", "replica_steps"};
 
 static void pack_metrics(tf_wire_writer *w, const char *what, const tf_msg_job_info *j) {
   msgpack_packer *pk = tf_wire_body(w);
@@ -145,6 +146,18 @@ static void pack_metrics(tf_wire_writer *w, const char *what, const tf_msg_job_i
   }
 }
 
+static void pack_replica_steps(tf_wire_writer *w, const char *what,
+                               const tf_msg_job_info *j) {
+  msgpack_packer *pk = tf_wire_body(w);
+  size_t n = (size_t)(j->n_replica_steps > 0 ? j->n_replica_steps : 0);
+  if (!tf__msg_pack_list(w, what, "replica_steps", n, CAP_REPLICAS)) {
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    msgpack_pack_int64(pk, j->replica_steps[i]);
+  }
+}
+
 static void pack_info(tf_wire_writer *w, const char *what, const tf_msg_job_info *j) {
   msgpack_packer *pk = tf_wire_body(w);
   const char *strs[] = {[K_JOB] = j->job, [K_NAME] = j->name, [K_STATE] = j->state,
@@ -160,6 +173,8 @@ static void pack_info(tf_wire_writer *w, const char *what, const tf_msg_job_info
       tf__msg_pack_f64(pk, k == K_LOSS ? j->loss : j->steps_per_s);
     } else if (k == K_METRICS) {
       pack_metrics(w, what, j);
+    } else if (k == K_REPLICA_STEPS) {
+      pack_replica_steps(w, what, j);
     } else if (k == K_WORKERS || k == K_STEP || k == K_STEPS || k == K_ELAPSED_MS ||
                k == K_SUBMITTED_MS) {
       msgpack_pack_int64(pk, ints[k]);
@@ -191,6 +206,20 @@ static tf_code decode_metrics(tf_msg_mem *mem, const msgpack_object *o, const ch
     TF_TRY(tf__msg_get_str(mem, f[0].val, at, "name", -1, &out->metrics[i].name, st));
     TF_TRY(tf__msg_get_f64(f[1].val, at, "value", -1, -INFINITY, INFINITY, true,
                            &out->metrics[i].value, st));
+  }
+  return TF_OK;
+}
+
+static tf_code decode_replica_steps(tf_msg_mem *mem, const msgpack_object *o,
+                                    const char *what, tf_msg_job_info *out,
+                                    tf_status *st) {
+  const msgpack_object_array *a = NULL;
+  TF_TRY(tf__msg_get_list(o, what, "replica_steps", CAP_REPLICAS, &a, st));
+  out->replica_steps = tf__msg_alloc(mem, (size_t)a->size * sizeof *out->replica_steps);
+  out->n_replica_steps = (int)a->size;
+  for (uint32_t i = 0; i < a->size; i++) {
+    TF_TRY(tf__msg_get_int(&a->ptr[i], what, "replica_steps", i, 0, INT64_MAX,
+                           &out->replica_steps[i], st));
   }
   return TF_OK;
 }
@@ -237,6 +266,9 @@ static tf_code decode_info(tf_msg_mem *mem, const tf__msg_field *f, const char *
   }
   if (f[K_METRICS].val != NULL) {
     TF_TRY(decode_metrics(mem, f[K_METRICS].val, what, out, st));
+  }
+  if (f[K_REPLICA_STEPS].val != NULL) {
+    TF_TRY(decode_replica_steps(mem, f[K_REPLICA_STEPS].val, what, out, st));
   }
   return TF_OK;
 }

@@ -9,9 +9,10 @@
  *   test_accuracy; `tfctl jobs` lists it; `tfctl logs` has its lines.
  * - Async keeps going with a worker stopped (SIGSTOP): the global step
  *   grows; after SIGCONT both replicas update again and the job finishes.
- * - Sync with one backup worker finishes its steps while a worker is
- *   stopped, and the stopped replica's late gradient is dropped: its
- *   local step, read after the job, is behind no update it contributed to.
+ * - Sync with one backup worker keeps stepping while a worker is stopped;
+ *   the stopped replica's late gradient reaches the accumulators with a
+ *   local step behind the global step and is not taken (the accumulators'
+ *   counts read before and after), while its next, fresh gradient is.
  * - Pause, step N, resume and cancel. */
 #include <math.h>
 #include <signal.h>
@@ -459,6 +460,230 @@ START_TEST(test_backup_worker_covers_a_stopped_worker) {
 }
 END_TEST
 
+/* ---- backup workers: the late gradient is dropped ------------------------------ */
+
+#define PS0 "/job:ps/replica:0/task:0/device:CPU:0"
+#define W1 "/job:worker/replica:0/task:1/device:CPU:0"
+
+/* A node of op on dev in container id, attrs (name, value) pairs. */
+static tf_node *res_node(th_cluster *c, tf_graph *g, const char *op, const char *name,
+                         const char *id, const char *dev, const tf_output *in, int n_in,
+                         const char **an, const tf_attr_value *av, int n_attr) {
+  tf_node_builder *b = tf_node_begin(g, op, name);
+  for (int i = 0; i < n_in; i++) tf_node_add_input(b, in[i]);
+  for (int i = 0; i < n_attr; i++) tf_node_set_attr(b, an[i], av[i]);
+  if (id != NULL) tf_node_set_attr(b, "container", tf_attr_string(id));
+  tf_node_set_device(b, dev);
+  tf_status st;
+  tf_node *node = tf_node_finish(b, &st);
+  TH_REQUIRE(c, node != NULL, "%s %s: %s", op, name, st.msg);
+  return node;
+}
+
+/* The counters of job `id` that prove what the accumulators took, read
+ * through a session of their own: the global step, replica 1's local step
+ * (with_w1), every accumulator's count of gradients, and the size of
+ * replica 1's token queue, which is drained (drain) or given one token
+ * (give). */
+typedef struct sync_counters {
+  int64_t global_step, local_step_1, queued;
+  int n_acc;
+  int32_t accumulated[16];
+} sync_counters;
+
+static sync_counters read_counters(th_cluster *c, const tf_job_spec *s, const char *id,
+                                   bool with_w1, int drain, bool give) {
+  tf_status st;
+  tf_graph *ref = tf_graph_new();
+  tf_job_vars *v = NULL;
+  TH_REQUIRE(c, tf_job_vars_new(s, ref, NULL, &v, &st) == TF_OK, "%s", st.msg);
+  tf_graph *g = tf_graph_new();
+  const char *fetch[24];
+  int nf = 0;
+  tf_shape scalar = tf_shape_scalar();
+  const char *vn[] = {"dtype", "shape"};
+  tf_attr_value va[] = {tf_attr_type_v(TF_INT64), tf_attr_shape(scalar)};
+  fetch[nf++] = tf_node_name(res_node(c, g, "VariableV2", "global_step", id, PS0, NULL, 0,
+                                      vn, va, 2));
+  if (with_w1) {
+    fetch[nf++] = tf_node_name(res_node(c, g, "VariableV2", "replica_1/local_step", id, W1,
+                                        NULL, 0, vn, va, 2));
+  }
+  sync_counters out = {.n_acc = tf_job_vars_count(v)};
+  for (int i = 0; i < out.n_acc; i++) {
+    const tf_layer_var *lv = tf_job_vars_at(v, i);
+    char name[160], shared[160];
+    snprintf(shared, sizeof shared, "sync/acc/%s", lv->name);
+    snprintf(name, sizeof name, "acc_%d", i);
+    const char *an[] = {"dtype", "shape", "shared_name"};
+    tf_attr_value av[] = {tf_attr_type_v(lv->dtype), tf_attr_shape(lv->shape),
+                          tf_attr_string(shared)};
+    tf_node *acc = res_node(c, g, "ConditionalAccumulator", name, id, PS0, NULL, 0, an, av, 3);
+    snprintf(name, sizeof name, "acc_%d/count", i);
+    tf_output h = {acc, 0};
+    fetch[nf++] = tf_node_name(res_node(c, g, "AccumulatorNumAccumulated", name, NULL, PS0,
+                                        &h, 1, NULL, NULL, 0));
+  }
+  tf_dtype i64 = TF_INT64;
+  const char *qn[] = {"component_types", "shapes", "shared_name"};
+  tf_attr_value qv[] = {tf_attr_type_list(&i64, 1), tf_attr_shape_list(&scalar, 1),
+                        tf_attr_string("sync/token_1")};
+  tf_output q = {res_node(c, g, "FIFOQueue", "token_1", id, PS0, NULL, 0, qn, qv, 3), 0};
+  const char *target = NULL;
+  if (drain > 0) {
+    tf_output in[2] = {q, {res_node(c, g, "Const", "n", NULL, PS0, NULL, 0,
+                                    (const char *[]){"dtype", "value"},
+                                    (tf_attr_value[]){tf_attr_type_v(TF_INT32),
+                                                      tf_attr_tensor(tf_tensor_scalar_i32(drain))},
+                                    2), 0}};
+    target = tf_node_name(res_node(c, g, "QueueDequeueMany", "drain", NULL, PS0, in, 2,
+                                   (const char *[]){"component_types"},
+                                   (tf_attr_value[]){tf_attr_type_list(&i64, 1)}, 1));
+  } else if (give) {
+    tf_output in[2] = {q, {res_node(c, g, "Const", "t", NULL, PS0, NULL, 0,
+                                    (const char *[]){"dtype", "value"},
+                                    (tf_attr_value[]){tf_attr_type_v(TF_INT64),
+                                                      tf_attr_tensor(tf_tensor_scalar_i64(0))},
+                                    2), 0}};
+    target = tf_node_name(res_node(c, g, "QueueEnqueue", "give", NULL, PS0, in, 2,
+                                   (const char *[]){"Tcomponents"},
+                                   (tf_attr_value[]){tf_attr_type_list(&i64, 1)}, 1));
+  } else {
+    fetch[nf++] = tf_node_name(res_node(c, g, "QueueSize", "size", NULL, PS0, &q, 1,
+                                        NULL, NULL, 0));
+  }
+  tf_session_options so = {.target = th_task_get(c, "master", 0)->url};
+  tf_session *sess = tf_session_new(g, &so, &st);
+  TH_REQUIRE(c, sess != NULL, "session: %s", st.msg);
+  tf_tensor *vals[24] = {NULL};
+  tf_run_options ro = {.timeout_ms = 10000};
+  int n_fetch = target != NULL ? 0 : nf;
+  TH_REQUIRE(c, tf_session_run(sess, &ro, NULL, NULL, 0, fetch, vals, n_fetch,
+                               target ? &target : NULL, target ? 1 : 0, NULL, &st) == TF_OK,
+             "reading the sync counters: %s", st.msg);
+  for (int k = 0; k < n_fetch; k++) {
+    int64_t x = vals[k]->dtype == TF_INT64 ? *(int64_t *)vals[k]->data
+                                            : *(int32_t *)vals[k]->data;
+    int a = k - 1 - (with_w1 ? 1 : 0);
+    if (k == 0) {
+      out.global_step = x;
+    } else if (with_w1 && k == 1) {
+      out.local_step_1 = x;
+    } else if (a < out.n_acc) {
+      out.accumulated[a] = (int32_t)x;
+    } else {
+      out.queued = x;
+    }
+    tf_tensor_unref(vals[k]);
+  }
+  tf_session_free(sess);
+  tf_graph_free(g);
+  tf_job_vars_free(v);
+  tf_graph_free(ref);
+  return out;
+}
+
+/* "replica steps: N0 N1" of tfctl status: replica i's count, or -1. */
+static int64_t replica_steps(th_cluster *c, const char *id, int i) {
+  char *out = NULL;
+  tfctl(c, 20000, &out, "status", id, NULL);
+  const char *p = out ? strstr(out, "\nreplica steps:") : NULL;
+  long long r[2] = {-1, -1};
+  if (p != NULL) sscanf(p + strlen("\nreplica steps:"), "%lld %lld", &r[0], &r[1]);
+  free(out);
+  return r[i];
+}
+
+/* Waits until replica i's step count holds still for 600 ms; returns it. */
+static int64_t settle(th_cluster *c, const char *id, int i) {
+  int64_t last = replica_steps(c, id, i), deadline = tf_ctl_now_ms() + 20000;
+  for (;;) {
+    usleep(600 * 1000);
+    int64_t now = replica_steps(c, id, i);
+    if (now == last || tf_ctl_now_ms() > deadline) return now;
+    last = now;
+  }
+}
+
+/* Sync with 2 workers, 1 backup: worker 1 is stopped while the job runs on
+ * worker 0 alone, then the job is paused (the chief takes nothing more)
+ * and replica 1's backlog of tokens drained. After SIGCONT, replica 1's
+ * gradient from before the stop reaches the accumulators with its old
+ * local step: the counters show it was stale and the accumulators' counts
+ * do not grow. Given one token, replica 1 then sends one gradient at the
+ * current version, and the counts grow by exactly one. */
+START_TEST(test_backup_drops_the_late_gradient) {
+  static unsigned char i0[N_TRAIN * PIXELS], i1[N_TRAIN * PIXELS], l0[N_TRAIN], l1[N_TRAIN];
+  unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
+  th_cluster *c = cluster_with_data(img, lab);
+  char *path = spec(c, "late", "float32", "{mode: sync, workers: 2, backup_workers: 1}",
+                    "{steps: 1000000, log_every_steps: 20}",
+                    "{name: sgd, learning_rate: 0.1}", false);
+  char id[128];
+  snprintf(id, sizeof id, "%s", submit(c, path));
+  tf_job_spec *s = NULL;
+  tf_status st;
+  TH_REQUIRE(c, tf_job_spec_load(path, &s, &st) == TF_OK, "%s", st.msg);
+  int64_t deadline = tf_ctl_now_ms() + 30000;
+  while (job_step(c, id) < 20 && tf_ctl_now_ms() < deadline) usleep(100 * 1000);
+  th_task *w1 = th_task_get(c, "worker", 1);
+  kill(w1->pid, SIGSTOP);
+  int64_t a = job_step(c, id);
+  while (job_step(c, id) < a + 10 && tf_ctl_now_ms() < deadline) usleep(100 * 1000);
+  char *out = NULL;
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "pause", id, NULL) == 0, "pause: %s", out);
+  free(out);
+  settle(c, id, 0);
+  int64_t r1 = replica_steps(c, id, 1);
+  sync_counters before = read_counters(c, s, id, false, 0, false);
+  TH_REQUIRE(c, before.global_step >= a + 10, "the job made %lld updates without worker 1",
+             (long long)(before.global_step - a));
+  if (before.queued > 0) read_counters(c, s, id, false, (int)before.queued, false);
+  kill(w1->pid, SIGCONT);
+  usleep(500 * 1000);
+  int64_t r1_mid = settle(c, id, 1);
+  sync_counters mid = read_counters(c, s, id, true, 0, false);
+  TH_REQUIRE(c, mid.global_step == before.global_step, "a paused job updated: %lld -> %lld",
+             (long long)before.global_step, (long long)mid.global_step);
+  TH_REQUIRE(c, mid.local_step_1 < mid.global_step, "replica 1's local step %lld is not "
+             "behind the global step %lld after its stop", (long long)mid.local_step_1,
+             (long long)mid.global_step);
+  for (int i = 0; i < mid.n_acc; i++) {
+    TH_REQUIRE(c, mid.accumulated[i] == before.accumulated[i], "accumulator %d took replica "
+               "1's late gradient (local step %lld, global step %lld): %d -> %d gradients",
+               i, (long long)mid.local_step_1, (long long)mid.global_step,
+               before.accumulated[i], mid.accumulated[i]);
+  }
+  /* One token: replica 1 reads the current version and sends a fresh
+   * gradient, which is taken. */
+  read_counters(c, s, id, false, 0, true);
+  usleep(500 * 1000);
+  int64_t r1_end = settle(c, id, 1);
+  sync_counters end = read_counters(c, s, id, true, 0, false);
+  fprintf(stderr, "late gradient: global step %lld, replica 1 local step %lld, replica 1 "
+          "steps %lld -> %lld -> %lld, accumulator 0: %d -> %d -> %d\n",
+          (long long)mid.global_step, (long long)mid.local_step_1, (long long)r1,
+          (long long)r1_mid, (long long)r1_end, before.accumulated[0], mid.accumulated[0],
+          end.accumulated[0]);
+  TH_REQUIRE(c, end.local_step_1 == end.global_step && r1_end > r1_mid,
+             "replica 1 did not step at the current version (local step %lld, global %lld, "
+             "steps %lld -> %lld)", (long long)end.local_step_1,
+             (long long)end.global_step, (long long)r1_mid, (long long)r1_end);
+  for (int i = 0; i < end.n_acc; i++) {
+    TH_REQUIRE(c, end.accumulated[i] == mid.accumulated[i] + 1, "accumulator %d: %d -> %d "
+               "gradients after one fresh step of replica 1", i, mid.accumulated[i],
+               end.accumulated[i]);
+  }
+  TH_REQUIRE(c, tfctl(c, 20000, &out, "cancel", id, NULL) == 0, "cancel");
+  free(out);
+  out = follow(c, id, 1);
+  free(out);
+  tf_job_spec_free(s);
+  free(path);
+  th_cluster_free(c);
+}
+END_TEST
+
 START_TEST(test_pause_step_resume_cancel) {
   static unsigned char i0[N_TRAIN * PIXELS], i1[N_TRAIN * PIXELS], l0[N_TRAIN], l1[N_TRAIN];
   unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
@@ -509,6 +734,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_job_outlives_its_client);
   tcase_add_test(tc, test_async_goes_on_without_a_stopped_worker);
   tcase_add_test(tc, test_backup_worker_covers_a_stopped_worker);
+  tcase_add_test(tc, test_backup_drops_the_late_gradient);
   tcase_add_test(tc, test_pause_step_resume_cancel);
   suite_add_tcase(s, tc);
   return s;

@@ -25,12 +25,15 @@ MSG_OPS_METHOD(info_control_ops, tf_msg_job_info_reply, TF_M_JOB_CONTROL, true)
 static const tf_msg_metric metrics3[] = {
     {"test_accuracy", 0.8912}, {"test_loss", 0.31415926535897931}, {"big", -1e300}};
 
+static int64_t replica_steps2[] = {601, 0};
+
 static tf_msg_job_info job_info(const char *id, int n_metrics) {
   return (tf_msg_job_info){.job = id, .name = "fmnist-mlp", .state = "running",
                            .mode = "sync", .workers = 2, .step = 1200, .steps = 3000,
                            .loss = 0.4123, .steps_per_s = 85.2, .elapsed_ms = 14100,
                            .submitted_ms = 1790000000123LL, .error = "",
-                           .n_metrics = n_metrics, .metrics = (tf_msg_metric *)metrics3};
+                           .n_metrics = n_metrics, .metrics = (tf_msg_metric *)metrics3,
+                           .n_replica_steps = 2, .replica_steps = replica_steps2};
 }
 
 static tf_wire_msg *info_msg(int method, const tf_msg_job_info *j) {
@@ -87,6 +90,10 @@ static void same_info(const tf_msg_job_info *a, const tf_msg_job_info *b) {
   for (int i = 0; i < a->n_metrics; i++) {
     ck_assert_str_eq(a->metrics[i].name, b->metrics[i].name);
     same_f64(a->metrics[i].value, b->metrics[i].value);
+  }
+  ck_assert_int_eq(a->n_replica_steps, b->n_replica_steps);
+  for (int i = 0; i < a->n_replica_steps; i++) {
+    ck_assert(a->replica_steps[i] == b->replica_steps[i]);
   }
 }
 
@@ -279,6 +286,7 @@ START_TEST(info_defaults) {
             j->submitted_ms == 0 && j->steps_per_s == 0);
   ck_assert(isnan(j->loss));
   ck_assert_int_eq(j->n_metrics, 0);
+  ck_assert_int_eq(j->n_replica_steps, 0);
   tf_msg_job_info_reply_fini(&b);
   /* JobControl's steps and JobLogs' from default to 0. */
   msgpack_sbuffer_clear(&sb);
@@ -430,6 +438,15 @@ START_TEST(caps_on_encode) {
   same_info(&b.info, &j);
   tf_msg_job_info_reply_fini(&b);
   tf_wire_msg_free(r);
+  /* replica_steps: over the cap refused when packing. */
+  int64_t *rs = calloc(TF_MSG_MAX_JOB_REPLICAS + 1, sizeof *rs);
+  j.n_replica_steps = TF_MSG_MAX_JOB_REPLICAS + 1;
+  j.replica_steps = rs;
+  w = mt_writer(TF_M_JOB_STATUS, true);
+  tf_msg_job_info_reply_encode(w, &(tf_msg_job_info_reply){.info = j});
+  mt_finish_fails(w, "'replica_steps' has 1025 entries, over the cap of 1024 "
+                  "(TF_MSG_MAX_JOB_REPLICAS)");
+  free(rs);
   free(ms);
   free(js);
 }
@@ -568,7 +585,7 @@ END_TEST
 /* ---- the documented bytes -------------------------------------------------- */
 
 static void pack_info_bytes(msgpack_packer *pk, const tf_msg_job_info *j) {
-  msgpack_pack_map(pk, 13);
+  msgpack_pack_map(pk, 14);
   pack_s(pk, "job");
   pack_s(pk, j->job);
   pack_s(pk, "name");
@@ -601,6 +618,11 @@ static void pack_info_bytes(msgpack_packer *pk, const tf_msg_job_info *j) {
     pack_s(pk, j->metrics[i].name);
     pack_s(pk, "value");
     msgpack_pack_double(pk, j->metrics[i].value);
+  }
+  pack_s(pk, "replica_steps");
+  msgpack_pack_array(pk, (size_t)j->n_replica_steps);
+  for (int i = 0; i < j->n_replica_steps; i++) {
+    msgpack_pack_int64(pk, j->replica_steps[i]);
   }
 }
 
