@@ -172,9 +172,17 @@ START_TEST(tensors_by_stream_strings_by_message) {
     }
     rt2_async_fini(&a0);
     rt2_async_fini(&a1);
+    /* The stream counts a frame after delivering it, so the step's reply
+     * can come back before the count moves. */
     tf_tstream_server_stats s = stream_stats(p.w[1]);
+    uint64_t bytes = (uint64_t)(step + 1) * ((4u << 20) + 1024);
+    for (int wait = 0; (s.frames < 2 * (uint64_t)(step + 1) || s.payload_bytes < bytes) &&
+                       wait < 200; wait++) {
+      usleep(10 * 1000);
+      s = stream_stats(p.w[1]);
+    }
     ck_assert_uint_eq(s.frames, 2 * (uint64_t)(step + 1));
-    ck_assert_uint_eq(s.payload_bytes, (uint64_t)(step + 1) * ((4u << 20) + 1024));
+    ck_assert_uint_eq(s.payload_bytes, bytes);
     ck_assert_uint_eq(s.deliver_errors + s.bad_frames + s.wrong_task, 0);
   }
   ck_assert_uint_eq(stream_stats(p.w[0]).frames, 0); /* nothing went 1 -> 0 */
