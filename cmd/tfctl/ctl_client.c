@@ -57,7 +57,8 @@ static tf_wire_writer *request(int method, const char *to, int64_t timeout_ms) {
 static tf_code call_with(const char *url, tf_wire_writer *w, int64_t timeout_ms,
                          tf_wire_msg **reply, tf_status *st) {
   tf_rpc_client *c = NULL;
-  if (tf_rpc_client_new(url, 0, &c, st) != TF_OK) {
+  tf_rpc_client_options o = {.url = url, .dial_now = true};
+  if (tf_rpc_client_open(&o, &c, st) != TF_OK) {
     tf_wire_writer_free(w);
     return st->code;
   }

@@ -336,7 +336,7 @@ static int cmd_health(ctl_args *a) {
     }
   } else if (a->spec == NULL || (st.code != TF_DEADLINE_EXCEEDED && st.code != TF_UNAVAILABLE)) {
     probes_finish(ps, n_probes, NULL);
-    return ctl_fail(CTL_EXIT_FAIL, "ClusterStatus: %s", st.msg);
+    return ctl_fail(CTL_EXIT_FAIL, "%s", st.msg);
   } else {
     n = n_probes + 1;
     ts = calloc((size_t)n, sizeof *ts);

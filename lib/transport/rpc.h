@@ -164,10 +164,18 @@ typedef struct tf_rpc_client_options {
    * address: <url> answered as <from>, expected <task>". Copied. */
   const char *expect_task;
   int pool;                    /* >= 0: idle (context, aio) pairs kept; 0: 16 */
+  /* Try one connect before returning (a command-line tool's one call): a
+   * peer that refuses it (or an ipc path that does not exist) fails
+   * tf_rpc_client_open at once with UNAVAILABLE naming the URL and the
+   * cause, instead of the call timing out. A connect that is merely slow
+   * (over 100 ms) is left to the call's deadline. tcp:// with a numeric
+   * host and ipc:// only. */
+  bool dial_now;
 } tf_rpc_client_options;
 
-/* A client; dialling happens in the background, so an absent peer shows up
- * as calls that time out. INVALID_ARGUMENT for a bad URL or option. */
+/* A client; dialling happens in the background (unless dial_now), so an
+ * absent peer shows up as calls that time out. INVALID_ARGUMENT for a bad
+ * URL or option. */
 tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
                            tf_status *st);
 /* tf_rpc_client_open with only url and max_msg_bytes set. */

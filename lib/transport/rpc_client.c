@@ -180,6 +180,15 @@ tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
     return tf_status_set(st, TF_INVALID_ARGUMENT, "cannot dial '%s': %s",
                          o->url, nng_strerror(rv));
   }
+  char why[128];
+  /* A connect that is slow to answer is not a verdict: only a refusal
+   * (or a missing socket file) fails at once. */
+  if (o->dial_now && tf__rpc_probe(c->url, why, sizeof why) && why[0] != '\0' &&
+      strncmp(why, "no answer", 9) != 0) {
+    tf_rpc_client_free(c);
+    return tf_status_set(st, TF_UNAVAILABLE, "cannot connect to %s: %s (is the daemon "
+                         "running there?)", o->url, why);
+  }
   *out = c;
   return TF_OK;
 }
