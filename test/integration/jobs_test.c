@@ -298,7 +298,7 @@ START_TEST(test_sync_is_exact) {
   unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
   th_cluster *c = cluster_with_data(img, lab);
   char *path = spec(c, "exact", "float64", "{mode: sync, workers: 2}",
-                    "{steps: 5, keep_variables: true}",
+                    "{steps: 5, keep_variables: true, log_every_steps: 1}",
                     "{name: momentum, learning_rate: 0.5, momentum: 0.9}", false);
   const char *id = submit(c, path);
   char jid[128];
