@@ -7,8 +7,9 @@
  * weights, Sum) requests the worker, and SGD updates each shard with a
  * ScatterSub that takes the shard by reference. The placement the master
  * computes (tf_place with its options, run here on the same graph and the
- * cluster's devices) puts each shard, its Gather and its ScatterSub on its
- * ps task and the loss on the worker. Reading both full shards through the
+ * cluster's devices) puts each shard, its Gather, its ScatterSub and every
+ * other consumer of it on its ps task (so no whole shard leaves its ps)
+ * and the loss on the worker. Reading both full shards through the
  * remote session before and after one training step: rows no id read are
  * bitwise unchanged, and the read rows moved by what a float64
  * recomputation from the "before" values predicts (|err| <= 1e-6 +
@@ -116,6 +117,19 @@ static void check_placement(th_cluster *c, const net *n) {
   }
   TH_REQUIRE(c, gathers == 2 && updates == 2, "%d Gathers, %d ScatterSubs",
              gathers, updates);
+  /* Nothing reads a whole shard off its ps (a Shape of it for the sparse
+   * gradient's dense_shape would): every consumer of a shard is on it. */
+  for (int i = 0; i < nn; i++) {
+    tf_node *v = tf_graph_node(n->g, i);
+    for (int k = 0; k < tf_node_num_inputs(v); k++) {
+      tf_node *in = tf_node_input(v, k).node;
+      for (int s = 0; s < 2; s++) {
+        TH_REQUIRE(c, in != n->shards[s].node || at[i] == s, "'%s' (%s) reads "
+                   "shard %d from %s", tf_node_name(v), tf_node_op(v), s,
+                   devs[at[i]].name);
+      }
+    }
+  }
   TH_REQUIRE(c, at[tf_node_id(n->loss.node)] == 2, "loss on %s",
              devs[at[tf_node_id(n->loss.node)]].name);
   free(at);

@@ -120,6 +120,10 @@ tf_code tf_layers_partitioned_variable(
     tf_output *dense, tf_status *st) {
   tf_status local;
   STATUS_INIT(st, local);
+  if (shards == NULL) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "partitioned variable "
+                         "'%s': shards is NULL", name ? name : "");
+  }
   TF_TRY(check_partitioned(name, &shape, num_shards, devices, n_devices, st));
   char what[160];
   snprintf(what, sizeof what, "partitioned variable '%s'", name);
@@ -138,6 +142,9 @@ tf_code tf_layers_partitioned_variable(
     *dense = dense_value(l, shards, num_shards, st);
   }
   if (st->code != TF_OK) {
+    for (int i = 0; i < num_shards; i++) {
+      shards[i] = (tf_output){NULL, 0}; /* rolled back */
+    }
     tf__layers_forget_vars(l, n_vars);
     tf__graph_rollback(l->g, &m);
     tf_status_prefix(st, "%s", what);

@@ -3,9 +3,10 @@
  * float64 recomputations from the fetched shards: the shard layout, names,
  * devices and initial values; lookups for "mod" and "div" with uneven
  * shards, repeated ids, int32 and int64 ids of rank 0, 1 and 2; per-shard
- * gradients that stay sparse and equal the dense reference; one SGD and one
- * Adagrad step that change exactly the gathered rows of each shard (full
- * shards read before and after) by the expected amounts; a dense layer
+ * gradients that stay sparse and equal the dense reference and central
+ * finite differences; one SGD and one Adagrad step that change exactly the
+ * gathered rows of each shard (full shards read before and after) by the
+ * expected amounts; a dense layer
  * whose kernel is partitioned training to the same values as the
  * unpartitioned one; run-time errors for ids outside the table; build-time
  * errors that leave the graph unchanged. */
@@ -363,6 +364,42 @@ START_TEST(test_gradient_sparse) {
 }
 END_TEST
 
+/* Finite differences: y = Tanh(lookup(shards, ids)) with the shards as
+ * float64 inputs [4, 3], [3, 3], [3, 3] (10 rows) and ids a constant with
+ * repeats; tf_gradients (the sparse rows densified) against central
+ * differences, for "mod" and "div". */
+typedef struct fd_arg {
+  const char *strategy;
+  tf_dtype idt;
+} fd_arg;
+
+static tf_output fd_build(tf_graph *g, const tf_output *in, int n_in,
+                          void *arg) {
+  const fd_arg *a = arg;
+  tf_layers *l = tf_layers_new(g, 0);
+  tf_status st;
+  const int64_t idv[7] = {9, 0, 4, 9, 3, 7, 0};
+  tf_output ids = {tt_const(g, "fd_ids", tt_tensor_i(a->idt, tf_shape_of(1, 7),
+                                                     idv)), 0};
+  tf_output e;
+  LT_OK(tf_layer_sharded_embedding_lookup(l, in, n_in, ids, a->strategy, NULL,
+                                          &e, &st));
+  tf_layers_free(l);
+  return (tf_output){tt_node(g, "Tanh", "fd_y", &e, 1, NULL, 0), 0};
+}
+
+START_TEST(test_gradient_finite_differences) {
+  const fd_arg args[3] = {{"mod", TF_INT32}, {"div", TF_INT64}, {"mod", TF_INT64}};
+  for (int k = 0; k < 3; k++) {
+    tf_tensor *in[3] = {tt_rand(TF_FLOAT64, tf_shape_of(2, 4, 3), -1, 1),
+                        tt_rand(TF_FLOAT64, tf_shape_of(2, 3, 3), -1, 1),
+                        tt_rand(TF_FLOAT64, tf_shape_of(2, 3, 3), -1, 1)};
+    tt_grad_check(fd_build, (void *)&args[k], in, 3, NULL, 1e-7, 1e-6);
+    tt_free(in, 3);
+  }
+}
+END_TEST
+
 /* ---- sparse updates --------------------------------------------------------- */
 
 /* One step of kind (SGD lr 0.5 or Adagrad lr 0.5, initial accumulator 0.1)
@@ -694,6 +731,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_lookup_mod_div);
   tcase_add_test(tc, test_single_shard);
   tcase_add_test(tc, test_gradient_sparse);
+  tcase_add_test(tc, test_gradient_finite_differences);
   tcase_add_test(tc, test_sparse_sgd_step);
   tcase_add_test(tc, test_sparse_adagrad_step);
   tcase_add_test(tc, test_partitioned_dense_trains_like_plain);
