@@ -224,6 +224,67 @@ TF_API tf_code tf_layer_embedding(tf_layers *l, tf_output ids, int64_t vocab,
                                   const tf_initializer *init, const char *name,
                                   tf_output *out, tf_status *st);
 
+/* ---- partitioned variables and sharded embeddings -------------------------
+ * A very large variable is split along axis 0 into shards, each a variable
+ * of its own on its own device (usually the ps tasks), as TF1's
+ * fixed_size_partitioner and embedding_lookup over a list of params. A
+ * lookup gathers each id's row on the shard that holds it, so the gradient
+ * of each shard is the set of rows it gave (sparse) and an optimizer
+ * updates those rows only, on the shard's device. */
+
+/* Rows of shard i (0 <= i < n) when `rows` rows are split into n shards
+ * along axis 0 as TF's fixed_size_partitioner: the first rows % n shards
+ * get rows / n + 1 rows, the others rows / n. 0 for bad arguments. */
+TF_API int64_t tf_layers_shard_rows(int64_t rows, int n, int i);
+
+/* A variable `name` (under the current scope) of fully defined shape
+ * [rows, ...] (rank >= 1) and dtype (as tf_layers_variable) split into
+ * num_shards variables "<name>/part_<i>" of tf_layers_shard_rows(rows,
+ * num_shards, i) rows each (1 <= num_shards <= rows), recorded in the
+ * context in order (trainable as given). Shard i, its Assign and its
+ * initializer nodes request devices[i % n_devices] (devices NULL or
+ * n_devices 0: no request; the placer then spreads variables over the ps
+ * tasks). Initial values: ZEROS, ONES and CONSTANT give every shard the
+ * rows of the unpartitioned value; random kinds draw each shard on its own
+ * with the fans of the FULL shape (as TF) and a distinct deterministic
+ * seed: op seed init->seed + i when init->seed is set, else the context's
+ * next op seed per shard. shards[0..num_shards) get the ref outputs. When
+ * dense is not NULL, *dense gets the whole value as one tensor: ConcatV2
+ * "<name>/concat" of the shards on axis 0, whose gradient gives each shard
+ * its slice (one shard: Identity "<name>/read"). INVALID_ARGUMENT (naming the variable) for a bad shape,
+ * dtype, initializer, num_shards or device string, ALREADY_EXISTS when a
+ * name is taken; the graph and the context are unchanged on error. */
+TF_API tf_code tf_layers_partitioned_variable(
+    tf_layers *l, const char *name, tf_shape shape, tf_dtype dtype,
+    const tf_initializer *init, bool trainable, int num_shards,
+    const char *const *devices, int n_devices, tf_output *shards,
+    tf_output *dense, tf_status *st);
+
+/* TF's embedding_lookup over the shards[0..n) of one table (the ref
+ * outputs of a partitioned variable, or any tensors of one dtype and rank
+ * >= 1 whose row dims agree): out[ids...] = row `id` of the table the
+ * shards make, shape ids.shape + row shape. ids: int32/int64, any shape.
+ * strategy (NULL: "mod") says which shard holds id:
+ *   "mod": shard id % n, row id / n in it;
+ *   "div": contiguous ranges as tf_layers_shard_rows (the first total % n
+ *          shards one row longer), which needs every shard's row count
+ *          known and laid out so.
+ * Nodes under scope `name` (NULL: "embedding_lookup", made unique): the
+ * ids are flattened and assigned with FloorMod/FloorDiv (div: TF's
+ * formulas), split with DynamicPartition, gathered by one Gather per
+ * shard that is colocated with the shard (and requests its device), and
+ * put back in the ids' order with DynamicStitch. The gradient with respect
+ * to each shard stays sparse (tf_gradients_sparse: the rows it gave), so
+ * an optimizer applies a sparse update colocated with the shard. n == 1 is
+ * the plain lookup: one Gather named `name`, colocated with the shard.
+ * An id outside the table fails the Run with INVALID_ARGUMENT naming the
+ * node that met it (a shard's Gather, or for "div" the DynamicPartition).
+ * INVALID_ARGUMENT at build time for bad arguments (strategy, dtypes,
+ * ranks, row dims, div with unknown or mislaid shard sizes). */
+TF_API tf_code tf_layer_sharded_embedding_lookup(
+    tf_layers *l, const tf_output *shards, int n, tf_output ids,
+    const char *strategy, const char *name, tf_output *out, tf_status *st);
+
 /* ---- losses and metrics --------------------------------------------------- */
 
 /* Mean over the batch of the cross-entropy of softmax(logits [B, C])

@@ -64,6 +64,9 @@ tf_output tf__layers_op(tf_layers *l, const char *op, const char *name,
     return none;
   }
   tf_node_builder *b = tf_node_begin(l->g, op, name);
+  if (l->device != NULL) {
+    tf_node_set_device(b, l->device);
+  }
   for (int i = 0; i < n_in; i++) {
     tf_node_add_input(b, in[i]);
   }
@@ -200,9 +203,11 @@ static tf_output binop(tf_layers *l, const char *op, tf_output a, tf_output b,
 }
 
 /* The initial value of a variable of shape s (fully defined, dims < 2^31)
- * and dtype dt; init already checked. */
+ * and dtype dt, random kinds scaled by the fans of fan_shape; init already
+ * checked. */
 static tf_output init_value(tf_layers *l, const tf_initializer *init,
-                            const tf_shape *s, tf_dtype dt, tf_status *st) {
+                            const tf_shape *s, const tf_shape *fan_shape,
+                            tf_dtype dt, tf_status *st) {
   int32_t dims[TF_MAX_RANK];
   for (int i = 0; i < s->rank; i++) {
     dims[i] = (int32_t)s->dims[i];
@@ -211,7 +216,7 @@ static tf_output init_value(tf_layers *l, const tf_initializer *init,
   tf_initializer zeros = tf_init_zeros();
   const tf_initializer *in = init ? init : &zeros;
   double fan_in, fan_out;
-  fans(s, &fan_in, &fan_out);
+  fans(fan_shape, &fan_in, &fan_out);
   switch (in->kind) {
     case TF_INIT_ZEROS:
     case TF_INIT_ONES:
@@ -293,6 +298,13 @@ static void record_var(tf_layers *l, tf_output var, const tf_shape *s,
 tf_output tf__layers_var(tf_layers *l, const char *name, tf_shape shape,
                          tf_dtype dt, const tf_initializer *init,
                          bool trainable, tf_status *st) {
+  return tf__layers_var_fans(l, name, shape, &shape, dt, init, trainable, st);
+}
+
+tf_output tf__layers_var_fans(tf_layers *l, const char *name, tf_shape shape,
+                              const tf_shape *fan_shape, tf_dtype dt,
+                              const tf_initializer *init, bool trainable,
+                              tf_status *st) {
   tf_output none = {NULL, 0};
   if (st->code != TF_OK || check_var(l, name, &shape, dt, init, st) != TF_OK) {
     return none;
@@ -307,7 +319,7 @@ tf_output tf__layers_var(tf_layers *l, const char *name, tf_shape shape,
   tf_graph_push_scope(l->g, scope);
   free(scope);
   tf_graph_push_scope(l->g, "Initializer/");
-  tf_output value = init_value(l, init, &shape, dt, st);
+  tf_output value = init_value(l, init, &shape, fan_shape, dt, st);
   tf_graph_pop_scope(l->g);
   tf_output in[2] = {v, value};
   tf_output assign = tf__layers_op(l, "Assign", "Assign", in, 2, NULL, 0, st);
@@ -317,6 +329,15 @@ tf_output tf__layers_var(tf_layers *l, const char *name, tf_shape shape,
   }
   record_var(l, v, &shape, dt, trainable, assign.node);
   return v;
+}
+
+void tf__layers_forget_vars(tf_layers *l, int n) {
+  for (int i = n; i < l->n_vars; i++) {
+    free((char *)l->vars[i].name);
+  }
+  if (n < l->n_vars) {
+    l->n_vars = n;
+  }
 }
 
 tf_code tf_layers_variable(tf_layers *l, const char *name, tf_shape shape,

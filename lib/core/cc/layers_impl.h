@@ -13,6 +13,8 @@ struct tf_layers {
   int64_t op_count;  /* op seeds handed out so far */
   tf_layer_var *vars;
   int n_vars, cap_vars;
+  const char *device; /* requested on every node tf__layers_op builds (a
+                       * partitioned variable's shard); NULL: none */
 };
 
 /* The (seed, seed2) attrs of a random op with op seed op_seed, as TF1's
@@ -51,6 +53,16 @@ tf_code tf__layers_check_init(const char *what, const tf_initializer *init,
 tf_output tf__layers_var(tf_layers *l, const char *name, tf_shape shape,
                          tf_dtype dt, const tf_initializer *init,
                          bool trainable, tf_status *st);
+
+/* tf__layers_var drawing random initial values with the fans of
+ * fan_shape (a partitioned variable's full shape) instead of shape's. */
+tf_output tf__layers_var_fans(tf_layers *l, const char *name, tf_shape shape,
+                              const tf_shape *fan_shape, tf_dtype dt,
+                              const tf_initializer *init, bool trainable,
+                              tf_status *st);
+/* Forgets the variables recorded after the first n (their nodes were
+ * rolled back). */
+void tf__layers_forget_vars(tf_layers *l, int n);
 
 /* Whether dt is float32 or float64, the dtypes the layers compute in. */
 bool tf__layers_float(tf_dtype dt);
