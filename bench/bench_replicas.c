@@ -215,15 +215,17 @@ static void die(const char *fmt, ...) {
   exit(1);
 }
 
-/* Dies naming the first daemon that has exited. */
-static void check_daemons(const char *when) {
+/* Dies naming the first daemon that has exited, and `cause` (NULL: none)
+ * as what the client saw. */
+static void check_daemons(const char *when, const char *cause) {
   for (int i = 0; i < n_procs; i++) {
     int ws = procs[i].pid > 0 ? tf_ctl_reap(procs[i].pid) : -1;
     if (ws >= 0) {
       procs[i].pid = 0;
-      die("/job:%s/task:%d died %s (%s %d)", procs[i].job, procs[i].task, when,
+      die("/job:%s/task:%d died %s (%s %d)%s%s", procs[i].job, procs[i].task, when,
           WIFSIGNALED(ws) ? "signal" : "exit status",
-          WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+          WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws),
+          cause != NULL ? "; the client got: " : "", cause != NULL ? cause : "");
     }
   }
 }
@@ -332,7 +334,7 @@ static void start_cluster(const char *bin_dir, int workers) {
   int64_t deadline = tf_ctl_now_ms() + START_TIMEOUT_MS;
   for (int i = 0; i < n_procs; i++) {
     while (!tf_ctl_answers(procs[i].url, 300)) {
-      check_daemons("before answering");
+      check_daemons("before answering", NULL);
       if (tf_ctl_now_ms() > deadline) {
         die("/job:%s/task:%d did not answer on %s within %d ms", procs[i].job, procs[i].task,
             procs[i].url, START_TIMEOUT_MS);
@@ -464,7 +466,8 @@ static void add_sparse_step(tf_graph *g, const model *m, tf_node *const *vars, i
     snprintf(name, sizeof name, "%s/w%d/gather_%d", m->name, w, k);
     tf_output got = {add_node(g, "Gather", name, ps, gin, 2, NULL, 0), 0};
     snprintf(name, sizeof name, "%s/w%d/delta_%d", m->name, w, k);
-    tf_output sin[3] = {{vars[k], 0}, rows, {add_node(g, "OnesLike", name, wk, &got, 1, NULL, 0), 0}};
+    tf_output delta = {add_node(g, "OnesLike", name, wk, &got, 1, NULL, 0), 0};
+    tf_output sin[3] = {{vars[k], 0}, rows, delta};
     snprintf(name, sizeof name, "%s/w%d/update_%d", m->name, w, k);
     add_node(g, "ScatterSub", name, ps, sin, 3, NULL, 0);
   }
@@ -542,7 +545,7 @@ static tf_session *open_session(tf_graph *g) {
     if (s != NULL) {
       return s;
     }
-    check_daemons("while opening the session");
+    check_daemons("while opening the session", st.msg);
     if (tf_ctl_now_ms() > deadline) {
       die("remote session on %s: %s", target, st.msg);
     }
@@ -562,7 +565,7 @@ static void run_shards(tf_session *s, const model *m, const char *what) {
   tf_status st;
   tf_status_init(&st);
   if (tf_session_run(s, &ro, NULL, NULL, 0, NULL, NULL, 0, targets, N_PS, NULL, &st) != TF_OK) {
-    check_daemons("during a step");
+    check_daemons("during a step", st.msg);
     die("%s: running %s_*: %s", m->name, what, st.msg);
   }
 }
@@ -664,7 +667,7 @@ static void run_replicas(tf_session *s, model *m, int workers, int steps, double
   m->applied += (int64_t)workers * steps;
   for (int w = 0; w < workers; w++) {
     if (r[w].err[0] != '\0') {
-      check_daemons("during a step");
+      check_daemons("during a step", r[w].err);
       die("%s with %d workers: a replica step of /job:worker/task:%d failed: %s", m->name,
           workers, w, r[w].err);
     }
@@ -686,7 +689,7 @@ static void check_model(tf_session *s, const model *m) {
   tf_status st;
   tf_status_init(&st);
   if (tf_session_run(s, &ro, NULL, NULL, 0, fetches, out, N_PS, NULL, 0, NULL, &st) != TF_OK) {
-    check_daemons("during the check");
+    check_daemons("during the check", st.msg);
     die("%s: fetching the check: %s", m->name, st.msg);
   }
   double sum = 0;
@@ -878,14 +881,15 @@ static double watch_job(const char *id, int64_t steps) {
     tf_ctl_job j;
     tf_status st;
     tf_status_init(&st);
+    check_daemons("during a job", NULL); /* the job may take rpc_ms to fail */
     if (tf_ctl_job_status(procs[0].url, RPC_MS, id, &j, &st) != TF_OK) {
-      check_daemons("during a job");
+      check_daemons("during a job", st.msg);
       die("job %s: JobStatus: %s", id, st.msg);
     }
     double t = now_s();
     bool done = strcmp(j.state, "done") == 0, running = strcmp(j.state, "running") == 0;
     if (!done && !running && strcmp(j.state, "queued") != 0) {
-      check_daemons("during a job");
+      check_daemons("during a job", j.error);
       die("job %s is %s at step %lld: %s", id, j.state, (long long)j.step, j.error);
     }
     if (done && (j.step != steps || !isfinite(j.loss))) {
@@ -1025,7 +1029,7 @@ int main(int argc, char **argv) {
       images[0][i] = bench_job(jobs_dir, "sync", workers);
       images[1][i] = bench_job(jobs_dir, "async", workers);
     }
-    check_daemons("by the end");
+    check_daemons("by the end", NULL);
     stop_cluster();
   }
   double worst = 0;
