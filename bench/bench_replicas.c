@@ -998,6 +998,12 @@ static void print_header(void) {
          "  Fashion-MNIST jobs: sync %d and async %d updates, rates after the first fifth.\n",
          SCALAR_WARMUP, SCALAR_STEPS, DENSE_WARMUP, DENSE_STEPS, SPARSE_WARMUP, SPARSE_ROUNDS,
          SPARSE_ROUND_STEPS, SPARSE_DIM, SPARSE_IDS, JOB_STEPS_SYNC, JOB_STEPS_ASYNC);
+  model d = make_model("", M_DENSE, DENSE_BYTES), sm = make_model("", M_SPARSE, SPARSE_SMALL_BYTES),
+        bg = make_model("", M_SPARSE, SPARSE_BIG_BYTES);
+  printf("  sizes over the %d ps tasks: scalar %d x 4 bytes, dense_100mb %lld bytes,\n"
+         "  sparse_100mb %lld rows (%lld bytes), sparse_1gb %lld rows (%lld bytes).\n",
+         N_PS, N_PS, (long long)d.bytes, (long long)model_rows(&sm), (long long)sm.bytes,
+         (long long)model_rows(&bg), (long long)bg.bytes);
   printf("%-13s %7s %9s %9s %7s   %s\n", "model", "workers", "median_ms", "p90_ms", "steps",
          "paper (median step time)");
 }
@@ -1014,13 +1020,13 @@ int main(int argc, char **argv) {
   result res[3][N_MODELS];
   double images[2][2]; /* [sync, async][1, 2 workers] */
   double t0 = now_s();
-  print_header();
   for (int mode = 0; mode < 2; mode++) { /* a bad spec fails now, not after minutes */
     char path[512];
     int batch;
     snprintf(path, sizeof path, "%s/fmnist-mlp-%s.yaml", jobs_dir, mode == 0 ? "sync" : "async");
     free(derive_spec(path, mode == 0 ? "sync" : "async", 1, 1, &batch));
   }
+  print_header();
   for (int i = 0; i < 3; i++) {
     int workers = worker_counts[i];
     start_cluster(bin, workers);
