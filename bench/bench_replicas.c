@@ -101,6 +101,7 @@ typedef struct proc {
 
 static char dir[64];
 static char config[128];
+static char run_dir[96];
 static proc procs[MAX_PROCS];
 static int n_procs;
 
@@ -132,9 +133,7 @@ static void remove_files(void) {
     unlink(procs[i].log);
   }
   unlink(config);
-  char run[96];
-  snprintf(run, sizeof run, "%s/run", dir);
-  rmdir(run);
+  rmdir(run_dir);
   rmdir(dir);
   dir[0] = '\0';
 }
@@ -193,6 +192,8 @@ static void on_signal(int sig) {
       unlink(procs[i].log);
     }
     unlink(config);
+    rmdir(run_dir);
+    rmdir(dir);
   }
   _exit(128 + sig);
 }
@@ -279,8 +280,8 @@ static void write_config(void) {
   write_addrs(f, "worker");
   fprintf(f,
           "timeouts:\n  rpc_ms: 60000\n  registration_ms: 10000\n  drain_ms: 2000\n"
-          "run_dir: %s/run\nlog_level: warning\n",
-          dir);
+          "run_dir: %s\nlog_level: warning\n",
+          run_dir);
   fclose(f);
 }
 
@@ -319,6 +320,7 @@ static void start_cluster(const char *bin_dir, int workers) {
     dir[0] = '\0';
     die("mkdtemp: %s", strerror(errno));
   }
+  snprintf(run_dir, sizeof run_dir, "%s/run", dir);
   n_procs = 0;
   add_proc("master", 0);
   for (int k = 0; k < N_PS; k++) {
