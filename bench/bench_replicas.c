@@ -83,7 +83,8 @@
 #define JOB_STEPS_SYNC 1000
 #define JOB_STEPS_ASYNC 1200
 #define JOB_POLL_MS 25
-#define JOB_TIMEOUT_MS 180000
+#define JOB_STALL_MS 60000   /* no new step for this long: the job hangs */
+#define JOB_TIMEOUT_MS 600000
 #define START_TIMEOUT_MS 20000
 #define STEP_TIMEOUT_MS 60000
 #define RPC_MS 10000
@@ -877,7 +878,8 @@ static char *derive_spec(const char *path, const char *mode, int workers, int64_
  * the first poll at or past a fifth of `steps` and the last poll while it
  * ran. */
 static double watch_job(const char *id, int64_t steps) {
-  int64_t deadline = tf_ctl_now_ms() + JOB_TIMEOUT_MS, sa = -1, sb = -1;
+  int64_t deadline = tf_ctl_now_ms() + JOB_TIMEOUT_MS, sa = -1, sb = -1, last = -1;
+  int64_t moved_ms = tf_ctl_now_ms();
   double ta = 0, tb = 0;
   for (;;) {
     tf_ctl_job j;
@@ -890,9 +892,9 @@ static double watch_job(const char *id, int64_t steps) {
     }
     double t = now_s();
     bool done = strcmp(j.state, "done") == 0, running = strcmp(j.state, "running") == 0;
-    if (!done && !running && strcmp(j.state, "queued") != 0) {
+    if (j.error[0] != '\0' || (!done && !running && strcmp(j.state, "queued") != 0)) {
       check_daemons("during a job", j.error);
-      die("job %s is %s at step %lld: %s", id, j.state, (long long)j.step, j.error);
+      die("job %s failed (state %s) at step %lld: %s", id, j.state, (long long)j.step, j.error);
     }
     if (done && (j.step != steps || !isfinite(j.loss))) {
       die("job %s ended at step %lld of %lld with loss %g", id, (long long)j.step,
@@ -905,12 +907,16 @@ static double watch_job(const char *id, int64_t steps) {
         sb = j.step, tb = t;
       }
     }
+    if (j.step != last) {
+      last = j.step, moved_ms = tf_ctl_now_ms();
+    }
     tf_ctl_job_fini(&j);
     if (done) {
       break;
     }
-    if (tf_ctl_now_ms() > deadline) {
-      die("job %s did not finish %lld steps within %d ms", id, (long long)steps, JOB_TIMEOUT_MS);
+    if (tf_ctl_now_ms() - moved_ms > JOB_STALL_MS || tf_ctl_now_ms() > deadline) {
+      die("job %s is stuck at step %lld of %lld (no new step for %d ms, or not done within "
+          "%d ms)", id, (long long)last, (long long)steps, JOB_STALL_MS, JOB_TIMEOUT_MS);
     }
     tf_ctl_sleep_ms(JOB_POLL_MS);
   }
