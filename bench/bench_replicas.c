@@ -21,8 +21,8 @@
  *   turns them into shard rows (FloorDiv); each shard's Gather and
  *   ScatterSub run on its ps, colocated with the shard, and the 32 gathered
  *   rows go to the worker and an update of the same size (OnesLike) back.
- *   The two tables' steps alternate in rounds so that background load
- *   falls on both alike.
+ *   Each client thread alternates between the two tables step by step, so
+ *   that background load falls on both alike.
  *
  * Every variable is initialised on its ps (Fill, Assign); after each model
  * the values are checked (every dense element equals the number of replica
@@ -76,8 +76,7 @@
 #define DENSE_WARMUP 2
 #define DENSE_STEPS 16
 #define SPARSE_WARMUP 20
-#define SPARSE_ROUNDS 5
-#define SPARSE_ROUND_STEPS 80
+#define SPARSE_STEPS 400
 /* Fashion-MNIST jobs: updates (global steps); rates from the first poll at
  * or past a fifth of them to the last poll while running. */
 #define JOB_STEPS_SYNC 1000
@@ -573,13 +572,14 @@ static void run_shards(tf_session *s, const model *m, const char *what) {
   }
 }
 
-/* One client thread: `steps` replica steps of worker w on model m. */
+/* One client thread: `steps` replica steps of worker w on model m[0], or
+ * on m[0] and m[1] in turn when m[1] is set (`steps` on each). */
 typedef struct replica {
   tf_session *s;
-  const model *m;
+  const model *m[2];
   int w;
   int steps;
-  double *times;     /* steps entries, or NULL: not timed */
+  double *times[2];  /* steps entries per model, or NULL: not timed */
   uint64_t rng;      /* splitmix64 state, seeded per model, worker, phase */
   pthread_barrier_t *go;
   char err[TF_STATUS_MSG_MAX];
@@ -592,24 +592,24 @@ static uint64_t splitmix64(uint64_t *x) {
   return z ^ (z >> 31);
 }
 
-/* One replica step; false with r->err set on error. */
-static bool replica_step(replica *r, double *secs) {
+/* One replica step on m; false with r->err set on error. */
+static bool replica_step(replica *r, const model *m, double *secs) {
   char names[N_PS][96], feed_name[96];
   const char *targets[N_PS];
   for (int k = 0; k < N_PS; k++) {
-    snprintf(names[k], sizeof names[k], "%s/w%d/update_%d", r->m->name, r->w, k);
+    snprintf(names[k], sizeof names[k], "%s/w%d/update_%d", m->name, r->w, k);
     targets[k] = names[k];
   }
   tf_tensor *ids = NULL;
   const char *feed = feed_name;
-  if (r->m->kind == M_SPARSE) {
+  if (m->kind == M_SPARSE) {
     int32_t v[SPARSE_IDS];
-    int64_t rows = model_rows(r->m);
+    int64_t rows = model_rows(m);
     for (int i = 0; i < SPARSE_IDS; i++) {
       v[i] = (int32_t)(splitmix64(&r->rng) % (uint64_t)rows);
     }
     ids = tf_tensor_vec_i32(SPARSE_IDS, v);
-    snprintf(feed_name, sizeof feed_name, "%s/w%d/ids", r->m->name, r->w);
+    snprintf(feed_name, sizeof feed_name, "%s/w%d/ids", m->name, r->w);
   }
   tf_run_options ro = {.timeout_ms = STEP_TIMEOUT_MS};
   tf_status st;
@@ -635,30 +635,35 @@ static void *replica_main(void *arg) {
   replica *r = arg;
   pthread_barrier_wait(r->go);
   for (int i = 0; i < r->steps && !atomic_load(&replica_failed); i++) {
-    double t = 0;
-    if (!replica_step(r, &t)) {
-      atomic_store(&replica_failed, true);
-      return NULL;
-    }
-    if (r->times != NULL) {
-      r->times[i] = t;
+    for (int j = 0; j < 2 && r->m[j] != NULL; j++) {
+      double t = 0;
+      if (!replica_step(r, r->m[j], &t)) {
+        atomic_store(&replica_failed, true);
+        return NULL;
+      }
+      if (r->times[j] != NULL) {
+        r->times[j][i] = t;
+      }
     }
   }
   return NULL;
 }
 
-/* `steps` replica steps on each of `workers` workers at once; their times
- * go to times[0 .. workers x steps) when times is not NULL. */
-static void run_replicas(tf_session *s, model *m, int workers, int steps, double *times,
-                         uint64_t seed) {
+/* `steps` replica steps on each of `workers` workers at once, on m[0] or,
+ * when m[1] is set, on both in turn; the times of m[j] go to
+ * times[j][0 .. workers x steps) when times[j] is not NULL. */
+static void run_replicas(tf_session *s, model *const m[2], double *const times[2], int workers,
+                         int steps, uint64_t seed) {
   replica r[MAX_WORKERS];
   pthread_t th[MAX_WORKERS];
   pthread_barrier_t go;
   pthread_barrier_init(&go, NULL, (unsigned)workers);
   for (int w = 0; w < workers; w++) {
-    r[w] = (replica){.s = s, .m = m, .w = w, .steps = steps, .go = &go,
-                     .times = times != NULL ? times + (size_t)w * (size_t)steps : NULL,
+    r[w] = (replica){.s = s, .m = {m[0], m[1]}, .w = w, .steps = steps, .go = &go,
                      .rng = seed * 1000003ULL + (uint64_t)w};
+    for (int j = 0; j < 2; j++) {
+      r[w].times[j] = times[j] != NULL ? times[j] + (size_t)w * (size_t)steps : NULL;
+    }
     if (pthread_create(&th[w], NULL, replica_main, &r[w]) != 0) {
       die("cannot start a client thread for worker %d", w);
     }
@@ -667,11 +672,13 @@ static void run_replicas(tf_session *s, model *m, int workers, int steps, double
     pthread_join(th[w], NULL);
   }
   pthread_barrier_destroy(&go);
-  m->applied += (int64_t)workers * steps;
+  for (int j = 0; j < 2 && m[j] != NULL; j++) {
+    m[j]->applied += (int64_t)workers * steps;
+  }
   for (int w = 0; w < workers; w++) {
     if (r[w].err[0] != '\0') {
       check_daemons("during a step", r[w].err);
-      die("%s with %d workers: a replica step of /job:worker/task:%d failed: %s", m->name,
+      die("%s with %d workers: a replica step of /job:worker/task:%d failed: %s", m[0]->name,
           workers, w, r[w].err);
     }
   }
@@ -731,44 +738,41 @@ static result summarize(double *t, int n) {
 /* Scalar or dense: init, warm-up, timed steps, check. */
 static result bench_dense(tf_session *s, model *m, int workers, int warmup, int steps,
                           uint64_t seed) {
+  model *const ms[2] = {m, NULL};
   run_shards(s, m, "init");
-  run_replicas(s, m, workers, warmup, NULL, seed);
+  run_replicas(s, ms, (double *const[2]){NULL, NULL}, workers, warmup, seed);
   double *t = calloc((size_t)workers * (unsigned)steps, sizeof *t);
   if (t == NULL) {
     die("out of memory");
   }
-  run_replicas(s, m, workers, steps, t, seed + 1);
+  run_replicas(s, ms, (double *const[2]){t, NULL}, workers, steps, seed + 1);
   check_model(s, m);
   result r = summarize(t, workers * steps);
   free(t);
   return r;
 }
 
-/* The two sparse tables: init, warm-up, then SPARSE_ROUNDS rounds of
- * SPARSE_ROUND_STEPS steps per worker on each in turn; check. */
+/* The two sparse tables: init, then warm-up and SPARSE_STEPS timed steps
+ * per worker alternating between the tables step by step (so that
+ * background load falls on both alike); check. */
 static void bench_sparse(tf_session *s, model *small, model *big, int workers, uint64_t seed,
                          result *r_small, result *r_big) {
-  model *m[2] = {small, big};
-  int per = workers * SPARSE_ROUND_STEPS;
+  model *const m[2] = {small, big};
+  int n = workers * SPARSE_STEPS;
   double *t[2];
   for (int j = 0; j < 2; j++) {
     run_shards(s, m[j], "init");
-    run_replicas(s, m[j], workers, SPARSE_WARMUP, NULL, seed + (uint64_t)j);
-    t[j] = calloc((size_t)(per * SPARSE_ROUNDS), sizeof *t[j]);
+    t[j] = calloc((size_t)n, sizeof *t[j]);
     if (t[j] == NULL) {
       die("out of memory");
     }
   }
-  for (int round = 0; round < SPARSE_ROUNDS; round++) {
-    for (int j = 0; j < 2; j++) {
-      run_replicas(s, m[j], workers, SPARSE_ROUND_STEPS, t[j] + (size_t)round * (size_t)per,
-                   seed + 10 + (uint64_t)(2 * round + j));
-    }
-  }
+  run_replicas(s, m, (double *const[2]){NULL, NULL}, workers, SPARSE_WARMUP, seed);
+  run_replicas(s, m, t, workers, SPARSE_STEPS, seed + 1);
   check_model(s, small);
   check_model(s, big);
-  *r_small = summarize(t[0], per * SPARSE_ROUNDS);
-  *r_big = summarize(t[1], per * SPARSE_ROUNDS);
+  *r_small = summarize(t[0], n);
+  *r_big = summarize(t[1], n);
   free(t[0]);
   free(t[1]);
 }
@@ -1001,11 +1005,11 @@ static void print_header(void) {
          "  one machine per task, not loopback: context, not a target.\n",
          N_PS, sysconf(_SC_NPROCESSORS_ONLN));
   printf("  replica steps per worker: scalar %d + %d timed, dense_100mb %d + %d timed,\n"
-         "  sparse %d + %d rounds x %d timed per table (the tables alternate by round);\n"
+         "  sparse %d + %d timed per table (each thread alternates the tables step by step);\n"
          "  sparse tables [rows, %d] float32, %d random ids per step (seeded);\n"
          "  Fashion-MNIST jobs: sync %d and async %d updates, rates after the first fifth.\n",
-         SCALAR_WARMUP, SCALAR_STEPS, DENSE_WARMUP, DENSE_STEPS, SPARSE_WARMUP, SPARSE_ROUNDS,
-         SPARSE_ROUND_STEPS, SPARSE_DIM, SPARSE_IDS, JOB_STEPS_SYNC, JOB_STEPS_ASYNC);
+         SCALAR_WARMUP, SCALAR_STEPS, DENSE_WARMUP, DENSE_STEPS, SPARSE_WARMUP, SPARSE_STEPS,
+         SPARSE_DIM, SPARSE_IDS, JOB_STEPS_SYNC, JOB_STEPS_ASYNC);
   model d = make_model("", M_DENSE, DENSE_BYTES), sm = make_model("", M_SPARSE, SPARSE_SMALL_BYTES),
         bg = make_model("", M_SPARSE, SPARSE_BIG_BYTES);
   printf("  sizes over the %d ps tasks: scalar %d x 4 bytes, dense_100mb %lld bytes,\n"
