@@ -282,7 +282,7 @@ bench-dist: deps
 # bench-replicas: null training steps of 1, 2 and 4 workers (scalar, dense
 # 100 MB, sparse 100 MB vs 1 GB) after OSDI 2016 Fig. 6, and Fashion-MNIST
 # jobs with 1 and 2 workers, sync and async, on local clusters of real
-# daemons (bench/bench_replicas.c; about 5 minutes, docs/benchmarks.md).
+# daemons (bench/bench_replicas.c; 1-4 minutes, docs/benchmarks.md).
 bench-replicas: deps
 	@$(MAKE) --no-print-directory $(BINDIR)/tfmaster $(BINDIR)/tfworker $(BUILD)/bench/bench_replicas
 	@$(BUILD)/bench/bench_replicas --bin $(BINDIR) --jobs conf/jobs
