@@ -9,6 +9,8 @@
 #                     runs only those rules)
 #   make bench-matmul MatMul kernel vs direct cblas_sgemm
 #   make bench-tstream 100 MB over the tensor stream vs raw TCP
+#   make bench-replicas null steps of 1, 2, 4 workers (OSDI Fig. 6) and
+#                     Fashion-MNIST images/s, 1 vs 2 workers, on loopback
 #   make docs         regenerate docs/ops.md from the op registry
 # Sources are found by globbing: a new lib/ file or test/unit/*_test.c is
 # built without editing this file. Every output goes under build/.
@@ -130,7 +132,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check lint test-run demo-local bench-matmul bench-executor bench-dist bench-tstream bench-train soak docs clean info demo fuzz \
+.PHONY: all deps check lint test-run demo-local bench-matmul bench-executor bench-dist bench-replicas bench-tstream bench-train soak docs clean info demo fuzz \
         install uninstall
 all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
@@ -229,8 +231,9 @@ test-run: info $(STATIC) $(TEST_BINS)
 	  TF_VERSION=$(VERSION) scripts/run-tests.sh $(TEST_BINS) $(API_TESTS)
 
 BENCH_CFLAGS = $(CFLAGS) $(PKG_CFLAGS)
-# bench_dist starts and watches the daemons with tfctl's process helpers.
-BENCH_EXTRA_OBJS = $(if $(filter bench_dist,$(notdir $@)),$(call cmd_helper_objs,tfctl))
+# bench_dist and bench_replicas start and watch the daemons with tfctl's
+# process helpers.
+BENCH_EXTRA_OBJS = $(if $(filter bench_dist bench_replicas,$(notdir $@)),$(call cmd_helper_objs,tfctl))
 $(BUILD)/bench/%: bench/%.c $(STATIC) $(call cmd_helper_objs,tfctl) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_EXTRA_OBJS) $(LINK_TF) $(LDLIBS)
@@ -275,6 +278,14 @@ bench-executor: deps
 bench-dist: deps
 	@$(MAKE) --no-print-directory $(BINDIR)/tfmaster $(BINDIR)/tfworker $(BUILD)/bench/bench_dist
 	@$(BUILD)/bench/bench_dist --bin $(BINDIR)
+
+# bench-replicas: null training steps of 1, 2 and 4 workers (scalar, dense
+# 100 MB, sparse 100 MB vs 1 GB) after OSDI 2016 Fig. 6, and Fashion-MNIST
+# jobs with 1 and 2 workers, sync and async, on local clusters of real
+# daemons (bench/bench_replicas.c; 1-4 minutes, docs/benchmarks.md).
+bench-replicas: deps
+	@$(MAKE) --no-print-directory $(BINDIR)/tfmaster $(BINDIR)/tfworker $(BUILD)/bench/bench_replicas
+	@$(BUILD)/bench/bench_replicas --bin $(BINDIR) --jobs conf/jobs
 
 # soak: 10,000 null and 1,000 100 MB steps on a local cluster with every
 # daemon's RSS sampled (build/soak.csv), plotted to docs/soak-rss.png.
