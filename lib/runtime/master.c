@@ -370,6 +370,13 @@ static void reset(tf_master *m, struct tf_rpc_call *call) {
     *c = (reset_call){r, i};
     if (tf_wire_finish(wr, &msg, &st) != TF_OK) {
       reset_done(c, &st, NULL);
+    } else if (!tf__ms_task_up(m, i, NULL)) {
+      /* Not waited for: a task that is down answers nothing until the
+       * deadline, and one that restarts comes back without the containers. */
+      nng_msg_free(msg);
+      tf_status_set(&st, TF_UNAVAILABLE, "the task is down (not reset)");
+      reset_done(c, &st, NULL);
+      tf_status_init(&st);
     } else {
       tf__ms_send(m, i, msg, m->spec->rpc_timeout_ms, reset_done, c);
     }

@@ -233,9 +233,38 @@ static void tfctl_exit_after_kill(th_cluster *c, th_task *victim) {
   free(graph);
 }
 
+/* A Reset while worker 0 is dead answers once the master knows it is
+ * down, naming it, instead of waiting out the RPC deadline on it. */
+static void reset_with_a_dead_worker(th_cluster *c) {
+  tf_status st;
+  tf_graph *g = tf_graph_new();
+  tf_session *s = ig_remote(th_task_get(c, "master", 0)->url, g, &st);
+  TH_REQUIRE(c, s != NULL, "session: %s", st.msg);
+  const char *box = "a-job";
+  int64_t t0 = tf_ctl_now_ms(), ms = 0;
+  tf_code rc = TF_OK;
+  do { /* the master marks the worker down after down_after_ms */
+    rc = tf_session_reset(s, &box, 1, &st);
+    ms = tf_ctl_now_ms() - t0;
+  } while (strstr(st.msg, "the task is down") == NULL && ms < 15000 &&
+           (tf_ctl_sleep_ms(100), true));
+  int64_t t1 = tf_ctl_now_ms();
+  rc = tf_session_reset(s, &box, 1, &st);
+  int64_t one = tf_ctl_now_ms() - t1;
+  fprintf(stderr, "abandon: Reset with worker 0 down: %s in %lld ms: %s\n",
+          tf_code_name(rc), (long long)one, st.msg);
+  TH_REQUIRE(c, rc == TF_UNAVAILABLE && strstr(st.msg, "/job:worker/replica:0/task:0") &&
+                    strstr(st.msg, "the task is down") && one < 2000,
+             "Reset with a dead worker: %s after %lld ms: %s", tf_code_name(rc),
+             (long long)one, st.msg);
+  tf_session_free(s);
+  tf_graph_free(g);
+}
+
 START_TEST(test_tfctl_exits_after_killed_worker_and_master) {
   th_cluster *c = start_cluster();
   tfctl_exit_after_kill(c, th_task_get(c, "worker", 0));
+  reset_with_a_dead_worker(c);
   th_task *w0 = th_task_get(c, "worker", 0);
   TH_REQUIRE(c, th_start_task(c, w0, NULL) && th_wait_task(c, w0, 10000), "worker restart");
   TH_REQUIRE(c, ig_master_sees_all_up(c, 10000), "the master does not see the restarted worker");
