@@ -92,7 +92,10 @@ static const tf_op_spec candidate_sampling_ops[] = {
             "redrawn until distinct), and the expected count of each true "
             "class and each candidate in such a draw (unique: 1 - (1 - "
             "P(k))^tries; else num_sampled * P(k)). true_classes must lie "
-            "in [0, range_max)."},
+            "in [0, range_max).",
+     .deviation = "true_classes outside [0, range_max) are INVALID_ARGUMENT "
+                  "naming the element (TF gives them an expected count "
+                  "unchecked); num_sampled must be < 2^31"},
     {.name = "ComputeAccidentalHits",
      .inputs = {"true_classes: int64", "sampled_candidates: int64"},
      .outputs = {"indices: int32", "ids: int64", "weights: float"},
@@ -102,7 +105,9 @@ static const tf_op_spec candidate_sampling_ops[] = {
      .doc = "For every true_classes[i, j] that equals a sampled candidate: "
             "indices = i, ids = the candidate's position (the last one when "
             "it repeats), weights = -FLT_MAX; in row-major order of "
-            "true_classes. seed and seed2 are unused, as in TF."},
+            "true_classes. seed and seed2 are unused, as in TF.",
+     .deviation = "num_true must be >= 1 (TF also accepts 0 with a [batch, "
+                  "0] true_classes, which has no hits)"},
 };
 
 TF_REGISTER_OPS("candidate_sampling", candidate_sampling_ops)
