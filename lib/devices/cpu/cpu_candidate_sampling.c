@@ -96,33 +96,40 @@ static bool seen_insert(int64_t *seen, uint64_t mask, int64_t k) {
   return false;
 }
 
-/* Fills out[0..num_sampled) and returns the number of draws made. Unique:
- * rejects repeats until num_sampled distinct values (num_sampled <=
- * range_max, so this ends with probability 1). */
-static int64_t sample(const sampler_state *s, tf_philox *gen, int64_t *out) {
+/* Fills out[0..num_sampled) and sets *tries to the number of draws made.
+ * Unique: rejects repeats until num_sampled distinct values (num_sampled <=
+ * range_max, so this ends with probability 1). RESOURCE_EXHAUSTED when the
+ * set of values seen cannot be allocated. */
+static tf_code sample(tf_kernel_ctx *ctx, const sampler_state *s,
+                      tf_philox *gen, int64_t *out, int64_t *tries) {
   tf_philox_single g;
   tf_philox_single_init(&g, gen);
   int64_t n = s->num_sampled;
+  *tries = n;
   if (!s->unique) {
     for (int64_t i = 0; i < n; i++) {
       out[i] = draw(s, &g);
     }
-    return n;
+    return TF_OK;
   }
   uint64_t cap = 2;
   while (cap < 2 * (uint64_t)n) {
     cap <<= 1;
   }
-  int64_t *seen = tf__xcalloc(cap, sizeof(*seen));
-  int64_t tries = 0;
-  for (int64_t i = 0; i < n; tries++) {
+  int64_t *seen = calloc(cap, sizeof(*seen));
+  if (seen == NULL) {
+    return tf_kernel_error(ctx, TF_RESOURCE_EXHAUSTED, "no memory for the "
+                           "set of %" PRId64 " sampled candidates", n);
+  }
+  *tries = 0;
+  for (int64_t i = 0; i < n; ++*tries) {
     int64_t k = draw(s, &g);
     if (!seen_insert(seen, cap - 1, k)) {
       out[i++] = k;
     }
   }
   free(seen);
-  return tries;
+  return TF_OK;
 }
 
 /* INVALID_ARGUMENT unless t is [batch, num_true] with values in
@@ -159,8 +166,8 @@ static tf_code log_uniform_compute(tf_kernel_ctx *ctx) {
   TF_TRY(tf_kernel_alloc_output(ctx, 2, TF_FLOAT32, &sv, &samp_ec));
   uint64_t words = (uint64_t)s->num_sampled * WORDS_PER_SAMPLE;
   tf_philox gen = tf__cpu_rng_reserve(&s->rng, (words + 3) / 4);
-  int64_t *c = cand->data;
-  int64_t tries = sample(s, &gen, c);
+  int64_t *c = cand->data, tries;
+  TF_TRY(sample(ctx, s, &gen, c, &tries));
   float *se = samp_ec->data, *te = true_ec->data;
   for (int64_t i = 0; i < s->num_sampled; i++) {
     se[i] = expected_count(log_uniform_p(s, c[i]), s->num_sampled, tries);
@@ -239,8 +246,15 @@ static tf_code accidental_hits_compute(tf_kernel_ctx *ctx) {
                            tc->shape.dims[0]);
   }
   int64_t ns = sc->n, n = tc->n, hits = 0;
-  cand_pos *sorted = tf__xcalloc((size_t)ns + 1, sizeof(*sorted));
-  int64_t *pos = tf__xcalloc((size_t)n + 1, sizeof(*pos));
+  cand_pos *sorted = malloc(((size_t)ns + 1) * sizeof(*sorted));
+  int64_t *pos = malloc(((size_t)n + 1) * sizeof(*pos));
+  if (sorted == NULL || pos == NULL) {
+    free(sorted);
+    free(pos);
+    return tf_kernel_error(ctx, TF_RESOURCE_EXHAUSTED, "no memory to match "
+                           "%" PRId64 " true classes against %" PRId64
+                           " candidates", n, ns);
+  }
   const int64_t *sv = sc->data, *tv = tc->data;
   for (int64_t j = 0; j < ns; j++) {
     sorted[j] = (cand_pos){sv[j], j};
