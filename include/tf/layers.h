@@ -317,6 +317,40 @@ TF_API tf_code tf_layer_accuracy(tf_layers *l, tf_output logits,
                                  tf_output labels, const char *name,
                                  tf_output *out, tf_status *st);
 
+/* ---- sampled softmax ------------------------------------------------------ */
+
+/* TF1's tf.nn.sampled_softmax_loss for one weights tensor: the softmax
+ * cross-entropy of each example over its num_true true classes and
+ * num_sampled classes drawn by LogUniformCandidateSampler (unique, range
+ * [0, num_classes), seeded with op seed `seed`, 0: the context's next),
+ * instead of all num_classes. With x = inputs[b]:
+ *   true logit of label c:   x . weights[c] + biases[c] - log(Q(c))
+ *   sampled logit of s:      x . weights[s] + biases[s] - log(Q(s))
+ * where Q is the sampler's expected count (TF's subtract_log_q); with
+ * remove_accidental_hits (TF's default: true) a sampled class equal to one
+ * of the row's labels gets logit -FLT_MAX. The target puts 1 / num_true on
+ * each true class. *out is the per-example loss [batch] (TF's result; take
+ * the Mean for a scalar objective); it approximates the full softmax loss
+ * only in expectation, so evaluate with the full softmax.
+ *
+ * weights [num_classes, dim] (dim known) and biases [num_classes] are
+ * usually variables' ref outputs: their rows are read with one Gather each,
+ * so tf_gradients_sparse (and so tf_optimizer_minimize) gives them sparse
+ * gradients. inputs [batch, dim] float32/float64 sets the dtype of
+ * weights, biases and the loss; labels int32/int64 [batch, num_true] in
+ * [0, num_classes) (checked when the sampler runs). sampled_values NULL:
+ * a sampler node is added; else the three outputs of a sampler to use
+ * instead (candidates int64 [num_sampled], true and sampled expected
+ * counts float32 [batch, num_true] and [num_sampled]), as TF's
+ * sampled_values. INVALID_ARGUMENT naming the argument for a bad dtype,
+ * shape or count (1 <= num_sampled <= num_classes, num_true >= 1), before
+ * any node is added. Scope "sampled_softmax_loss". */
+TF_API tf_code tf_layer_sampled_softmax_loss(
+    tf_layers *l, tf_output weights, tf_output biases, tf_output labels,
+    tf_output inputs, int64_t num_sampled, int64_t num_classes, int num_true,
+    const tf_output *sampled_values, bool remove_accidental_hits,
+    int64_t seed, const char *name, tf_output *out, tf_status *st);
+
 #ifdef __cplusplus
 }
 #endif

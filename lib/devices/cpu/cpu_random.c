@@ -19,15 +19,12 @@
 #include "lib/core/base/philox.h"
 #include "lib/core/base/util.h"
 #include "lib/devices/cpu/cpu_array_index.h"
+#include "lib/devices/cpu/cpu_random.h"
 
 /* Output groups per pool chunk, at least. */
 #define UNIFORM_GRAIN_GROUPS 4096
 #define NORMAL_GRAIN_GROUPS 1024
 
-typedef struct rng_state {
-  tf_philox base;                 /* key = seed, counter = [0, 0, seed2] */
-  _Atomic uint64_t reserved;      /* blocks handed out so far */
-} rng_state;
 
 /* 128 fresh bits from the kernel's entropy pool, for unseeded ops. */
 static tf_code random_seed_pair(uint64_t out[2], tf_status *st) {
@@ -46,7 +43,7 @@ static tf_code random_seed_pair(uint64_t out[2], tf_status *st) {
   return TF_OK;
 }
 
-static tf_code rng_init(const tf_node *node, void **state, tf_status *st) {
+tf_code tf__cpu_rng_init(tf__cpu_rng *r, const tf_node *node, tf_status *st) {
   int64_t seed, seed2;
   TF_TRY(tf_node_attr_get_int(node, "seed", &seed, st));
   TF_TRY(tf_node_attr_get_int(node, "seed2", &seed2, st));
@@ -54,21 +51,33 @@ static tf_code rng_init(const tf_node *node, void **state, tf_status *st) {
   if (seed == 0 && seed2 == 0) {
     TF_TRY(random_seed_pair(s, st));
   }
-  rng_state *r = tf__xcalloc(1, sizeof(*r));
   tf_philox_init(&r->base, s[0], s[1]);
   atomic_init(&r->reserved, 0);
+  return TF_OK;
+}
+
+tf_philox tf__cpu_rng_reserve(tf__cpu_rng *r, uint64_t blocks) {
+  uint64_t off = atomic_fetch_add_explicit(&r->reserved, blocks,
+                                           memory_order_relaxed);
+  tf_philox g = r->base;
+  tf_philox_skip(&g, off);
+  return g;
+}
+
+static tf_code rng_init(const tf_node *node, void **state, tf_status *st) {
+  tf__cpu_rng *r = tf__xcalloc(1, sizeof(*r));
+  if (tf__cpu_rng_init(r, node, st) != TF_OK) {
+    free(r);
+    return st->code;
+  }
   *state = r;
   return TF_OK;
 }
 
 /* A generator positioned at a freshly reserved range of `blocks` blocks. */
 static tf_philox rng_reserve(tf_kernel_ctx *ctx, uint64_t blocks) {
-  rng_state *r = (rng_state *)ctx->state; /* the counter is the one mutable field */
-  uint64_t off = atomic_fetch_add_explicit(&r->reserved, blocks,
-                                           memory_order_relaxed);
-  tf_philox g = r->base;
-  tf_philox_skip(&g, off);
-  return g;
+  /* the counter is the one mutable field */
+  return tf__cpu_rng_reserve((tf__cpu_rng *)ctx->state, blocks);
 }
 
 /* Output shape from a 1-D int32/int64 "shape" tensor. */
