@@ -253,6 +253,9 @@ $(BUILD)/examples/%: examples/%.c $(STATIC)
 
 FASHION := $(BUILD)/examples/fashion_mnist/fashion_mnist
 
+# The word2vec integration test runs the example against its cluster.
+$(BUILD)/test/integration/word2vec_test: $(BUILD)/examples/word2vec/word2vec
+
 # demo: the README's first command: a local cluster of real daemons trains
 # the Fashion-MNIST MLP as a sync job (scripts/demo.sh); last line
 # test_accuracy: X. demo-local: the same model in-process (the example).

@@ -66,6 +66,12 @@ typedef struct ms_session {
   pthread_mutex_t mu;  /* graph and cache */
   tf_graph *g;
   tf__strmap cache;    /* signature -> ms_prepared */
+  /* Where each node with state (a "container" attr: variables, queues,
+   * accumulators, readers) lives, from placing the whole graph (name ->
+   * device name): every signature puts it there, as TF places the session's
+   * graph once. pins_nodes: the graph's size when last placed. */
+  tf__strmap pins;
+  int pins_nodes;
   bool closed;
   ms_prepared **retired; /* replaced entries (steps may still use them) */
   int n_retired;

@@ -38,6 +38,8 @@ void tf__ms_session_destroy(ms_session *s) {
   tf_graph_free(s->g);
   tf__strmap_each(&s->cache, (void (*)(void *))tf__ms_prepared_free);
   tf__strmap_fini(&s->cache);
+  tf__strmap_each(&s->pins, free);
+  tf__strmap_fini(&s->pins);
   for (int i = 0; i < s->n_retired; i++) tf__ms_prepared_free(s->retired[i]);
   free(s->retired);
   pthread_mutex_destroy(&s->mu);
@@ -104,6 +106,7 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   tf__ref_init(&s->refs, 1); /* the table's */
   pthread_mutex_init(&s->mu, NULL);
   tf__strmap_init(&s->cache);
+  tf__strmap_init(&s->pins);
   s->g = tf_graph_new();
   if (rq.has_graph && add_nodes(s->g, rq.graph, rq.graph_len, "CreateSession", st) != TF_OK) {
     tf__ms_session_destroy(s);

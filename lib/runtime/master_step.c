@@ -28,6 +28,11 @@ static int *dup_ints(const int *v, int n) {
 
 /* ---- placing -------------------------------------------------------------- */
 
+/* tf_place_opts.pinned over a name -> device map. */
+static const char *pin_of(void *arg, const char *node) {
+  return tf__strmap_get(arg, node, NULL);
+}
+
 /* Places g over the tasks in use (up only, or every task) into assign
  * (indices into devs); idx[d] is devs[d]'s task. Returns the count. */
 static int task_devices(tf_master *m, bool up_only, tf_place_device *devs, int *idx,
@@ -75,7 +80,7 @@ static tf_code name_down_task(tf_master *m, const tf_graph *g, tf_status *st) {
 
 /* Places and partitions g over the tasks that are up; fills p->parts
  * (handles 0) and graphs[i] (partition i's msgpack, malloc'd). */
-static tf_code place(tf_master *m, const tf_graph *g, ms_prepared *p,
+static tf_code place(tf_master *m, tf__strmap *pins, const tf_graph *g, ms_prepared *p,
                      void ***bufs, size_t **lens, tf_status *st) {
   int nt = m->n_tasks;
   tf_place_device *devs = tf__xcalloc((size_t)nt + 1, sizeof *devs);
@@ -83,7 +88,8 @@ static tf_code place(tf_master *m, const tf_graph *g, ms_prepared *p,
   uint64_t *incs = tf__xcalloc((size_t)nt + 1, sizeof *incs);
   int *assign = tf__xcalloc((size_t)tf_graph_num_nodes(g) + 1, sizeof *assign);
   int nd = task_devices(m, true, devs, idx, incs);
-  tf_place_opts po = {.default_job = "worker", .ps_job = "ps", .costs = m->costs};
+  tf_place_opts po = {.default_job = "worker", .ps_job = "ps", .costs = m->costs,
+                      .pinned = pin_of, .pinned_arg = pins};
   tf_partition *parts = NULL;
   int np = 0;
   tf_code rc = tf_place(g, devs, nd, &po, assign, st);
@@ -246,14 +252,70 @@ static void reg_send(reg_ctx *r, void **bufs, size_t *lens) {
   if (last) reg_finish(r);
 }
 
-/* Builds p from sig (prune under s->mu, place without it). */
+/* Under s->mu: when the session's graph grew since it was last placed,
+ * places all of it over every task (pins kept) and pins the nodes with
+ * state that have no pin yet. Per-signature placement alone would put a
+ * variable's slot beside the variable when a step updates both, but on a
+ * ps of its own in the init step that runs only its initializer. A graph
+ * that cannot be placed whole leaves the pins as they are (each
+ * signature's placement names its own errors). */
+static void pin_state(tf_master *m, ms_session *s) {
+  int n = tf_graph_num_nodes(s->g), nt = m->n_tasks;
+  if (n == s->pins_nodes) {
+    return;
+  }
+  tf_place_device *devs = tf__xcalloc((size_t)nt + 1, sizeof *devs);
+  int *idx = tf__xcalloc((size_t)nt + 1, sizeof *idx);
+  uint64_t *incs = tf__xcalloc((size_t)nt + 1, sizeof *incs);
+  int *assign = tf__xcalloc((size_t)n + 1, sizeof *assign);
+  int nd = task_devices(m, false, devs, idx, incs);
+  tf_place_opts po = {.default_job = "worker", .ps_job = "ps", .costs = m->costs,
+                      .pinned = pin_of, .pinned_arg = &s->pins};
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_place(s->g, devs, nd, &po, assign, &st) == TF_OK) {
+    for (int i = 0; i < n; i++) {
+      const tf_node *v = tf_graph_node(s->g, i);
+      if (tf_node_attr(v, "container") != NULL &&
+          tf__strmap_get(&s->pins, tf_node_name(v), NULL) == NULL) {
+        tf__strmap_put(&s->pins, tf_node_name(v), tf__xstrdup(devs[assign[i]].name));
+      }
+    }
+  } else {
+    tf_log(LOG_WARNING, "session %016" PRIx64 ": its whole graph cannot be placed (%s); "
+           "nodes with state are placed step by step", s->handle, st.msg);
+  }
+  s->pins_nodes = n;
+  free(devs);
+  free(idx);
+  free(incs);
+  free(assign);
+}
+
+/* Builds p from sig (prune and pin under s->mu, place without it). */
 static tf_code build(tf_master *m, ms_session *s, const tf__sig *sig, ms_prepared **out,
                      void ***bufs, size_t **lens, tf_status *st) {
   tf__pruned *pr = NULL;
   pthread_mutex_lock(&s->mu);
   tf_code rc = tf__prune(s->g, sig, &pr, st);
+  /* The pruned graph's pins, copied: builds run two at a time. */
+  tf__strmap pins;
+  tf__strmap_init(&pins);
+  if (rc == TF_OK) {
+    pin_state(m, s);
+    for (int i = 0; i < tf_graph_num_nodes(pr->g); i++) {
+      const char *name = tf_node_name(tf_graph_node(pr->g, i));
+      const char *dev = tf__strmap_get(&s->pins, name, NULL);
+      if (dev != NULL) {
+        tf__strmap_put(&pins, name, tf__xstrdup(dev));
+      }
+    }
+  }
   pthread_mutex_unlock(&s->mu);
-  if (rc != TF_OK) return rc;
+  if (rc != TF_OK) {
+    tf__strmap_fini(&pins);
+    return rc;
+  }
   int nf = sig->n_feeds, no = sig->n_fetches;
   ms_prepared *p = tf__xcalloc(1, sizeof *p);
   p->n_feeds = nf;
@@ -266,7 +328,9 @@ static tf_code build(tf_master *m, ms_session *s, const tf__sig *sig, ms_prepare
   p->n_fetches = no;
   p->fetches = tf__xcalloc((size_t)no + 1, sizeof *p->fetches);
   for (int i = 0; i < no; i++) p->fetches[i] = tf__xstrdup(sig->fetches[i].canon);
-  rc = place(m, pr->g, p, bufs, lens, st);
+  rc = place(m, &pins, pr->g, p, bufs, lens, st);
+  tf__strmap_each(&pins, free);
+  tf__strmap_fini(&pins);
   tf__pruned_free(pr);
   if (rc != TF_OK) {
     tf__ms_prepared_free(p);

@@ -30,6 +30,8 @@ typedef struct placer {
   int *parent;         /* union-find; a root is its group's lowest id */
   bool *job_req;       /* at roots: a member's request names a job */
   bool *has_var;       /* at roots: the group holds a variable */
+  bool *pin;           /* per node: o->pinned fixed its device */
+  const tf_place_opts *o;
   int *order;          /* topological order */
   tf_status *st;
 } placer;
@@ -82,6 +84,20 @@ static tf_code node_feasible(placer *p, const tf_node *v) {
     matching++;
     row[d] = tf_kernel_for_node(v, p->devs[d].type, &kst) != NULL;
     ok += row[d];
+  }
+  const char *pin = p->o->pinned ? p->o->pinned(p->o->pinned_arg, v->name) : NULL;
+  if (pin != NULL && ok > 0) {
+    ok = 0;
+    for (int d = 0; d < p->nd; d++) {
+      row[d] = row[d] && strcmp(p->devs[d].name, pin) == 0;
+      ok += row[d];
+    }
+    p->pin[v->id] = true;
+    if (ok == 0) {
+      return tf_status_set(p->st, TF_INVALID_ARGUMENT, "cannot place node '%s' (%s): "
+                           "its state lives on %s, which its request '%s' or its "
+                           "kernels rule out", v->name, v->op->name, pin, v->device);
+    }
   }
   if (ok > 0) {
     return TF_OK;
@@ -237,7 +253,7 @@ static tf_code group_feasible(placer *p) {
     if (!any) {
       return conflict_error(p, r, i);
     }
-    p->job_req[r] = p->job_req[r] || p->req[i].has_job;
+    p->job_req[r] = p->job_req[r] || p->req[i].has_job || p->pin[i];
     p->has_var[r] = p->has_var[r] || is_variable(p->g->nodes[i]);
   }
   return TF_OK;
@@ -480,6 +496,7 @@ static void placer_fini(placer *p) {
   free(p->parent);
   free(p->job_req);
   free(p->has_var);
+  free(p->pin);
   free(p->order);
 }
 
@@ -502,6 +519,7 @@ tf_code tf_place(const tf_graph *g, const tf_place_device *devs, int n_devs,
               .parent = tf__xmalloc((n + 1) * sizeof(int)),
               .job_req = tf__xcalloc(n + 1, sizeof(bool)),
               .has_var = tf__xcalloc(n + 1, sizeof(bool)),
+              .pin = tf__xcalloc(n + 1, sizeof(bool)), .o = o,
               .order = tf__xcalloc(n + 1, sizeof(int))};
   for (size_t i = 0; i < n; i++) {
     p.parent[i] = (int)i;

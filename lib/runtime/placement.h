@@ -56,6 +56,12 @@ typedef struct tf_place_opts {
   double bytes_per_ns;     /* cross-device transfer rate; 0: 1.0 (1 GB/s) */
   /* per cross-device edge; 0: 65000 (a loopback RPC round trip) */
   int64_t transfer_latency_ns;
+  /* Devices fixed beforehand (the master's: where a node's state already
+   * lives): pinned(pinned_arg, node name) is a full device name of devs,
+   * or NULL. A pinned node may go only there (with its colocation group);
+   * NULL pinned: none. */
+  const char *(*pinned)(void *arg, const char *node);
+  void *pinned_arg;
 } tf_place_opts;
 
 /* Fills out[node->id] (g's node ids) with an index into devs. Errors name

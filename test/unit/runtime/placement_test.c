@@ -158,6 +158,52 @@ START_TEST(test_variables_round_robin) {
 }
 END_TEST
 
+/* tf_place_opts.pinned (where state already lives) restricts a node and its
+ * colocation group to one device, overrides the ps round-robin, and a pin
+ * its request rules out is an error naming both. */
+static const char *pin_lookup(void *arg, const char *node) {
+  const char *const *kv = arg; /* name, device, ..., NULL */
+  for (int i = 0; kv[i] != NULL; i += 2) {
+    if (strcmp(kv[i], node) == 0) return kv[i + 1];
+  }
+  return NULL;
+}
+
+START_TEST(test_pinned_state) {
+  tf_graph *g = tf_graph_new();
+  tf_node *lr = cnst_on(g, "lr", NULL, 0.1f);
+  tf_node *v0 = variable(g, "v0", NULL), *v1 = variable(g, "v1", NULL);
+  tf_node *c = cnst_on(g, "c", NULL, 1);
+  tt_node(g, "ApplyGradientDescent", "update0", (tf_output[]){{v0, 0}, {lr, 0}, {c, 0}},
+          3, NULL, 0);
+  tt_node(g, "Assign", "assign1", (tf_output[]){{v1, 0}, {c, 0}}, 2, NULL, 0);
+  int out[16];
+  place_ok(g, cluster, NDEV, &worker_ps, out);
+  ck_assert_int_eq(dev_of(g, out, "v0"), 0); /* round-robin without pins */
+  ck_assert_int_eq(dev_of(g, out, "v1"), 1);
+  const char *kv[] = {"v0", PS1, "v1", PS1, NULL};
+  tf_place_opts o = worker_ps;
+  o.pinned = pin_lookup;
+  o.pinned_arg = kv;
+  place_ok(g, cluster, NDEV, &o, out);
+  ck_assert_int_eq(dev_of(g, out, "v0"), 1);
+  ck_assert_int_eq(dev_of(g, out, "update0"), 1); /* the group follows its pin */
+  ck_assert_int_eq(dev_of(g, out, "v1"), 1);
+  ck_assert_int_eq(dev_of(g, out, "assign1"), 1);
+  /* A request that rules the pin out. */
+  tf_node *v2 = variable(g, "v2", "/job:ps/task:0");
+  (void)v2;
+  const char *bad[] = {"v2", PS1, NULL};
+  o.pinned_arg = bad;
+  tf_status st;
+  tf_status_init(&st);
+  ck_assert_int_eq(tf_place(g, cluster, NDEV, &o, out, &st), TF_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(st.msg, "node 'v2'") && strstr(st.msg, "its state lives on " PS1),
+                "%s", st.msg);
+  tf_graph_free(g);
+}
+END_TEST
+
 /* loc:@ joins a node to its target's device and request; _Retval joins its
  * producer and _Arg its first consumer; chains of colocation are
  * transitive. */
@@ -605,6 +651,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_pins_respected);
   tcase_add_test(tc, test_deterministic);
   tcase_add_test(tc, test_topo_order);
+  tcase_add_test(tc, test_pinned_state);
   suite_add_tcase(s, tc);
   return s;
 }
