@@ -131,11 +131,14 @@ START_TEST(test_sync_example) {
   ck_assert_double_eq(s->optimizer.options.learning_rate, 0.001);
   ck_assert_double_eq(s->optimizer.options.epsilon, 1e-7);
   ck_assert_double_eq(s->optimizer.options.beta1, 0.9);
-  ck_assert_int_eq(s->optimizer.schedule.kind, TF_JOB_SCHEDULE_NONE);
+  ck_assert_int_eq(s->optimizer.schedule.kind, TF_JOB_SCHEDULE_EXPONENTIAL);
+  ck_assert_double_eq(s->optimizer.schedule.decay_steps, 1500);
+  ck_assert_double_eq(s->optimizer.schedule.decay_rate, 0.5);
+  ck_assert(!s->optimizer.schedule.staircase);
   ck_assert_int_eq(s->replication.mode, TF_JOB_MODE_SYNC);
   ck_assert_int_eq(s->replication.workers, 2);
   ck_assert_int_eq(s->replication.backup_workers, 0);
-  ck_assert_int_eq(s->epochs, 5);
+  ck_assert_int_eq(s->epochs, 8);
   ck_assert_int_eq(s->steps, 0);
   ck_assert_int_eq(s->log_every_steps, 100);
   ck_assert(s->eval);
