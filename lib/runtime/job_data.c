@@ -167,7 +167,7 @@ static tf_code to_tensor(reading *rd, const tf_shape *example, tf_tensor **out,
 tf_code tf_job_load_test(const tf_job_spec *s, tf_tensor **images,
                          tf_tensor **labels, tf_status *st) {
   *images = *labels = NULL;
-  const tf_job_example *e = &s->model.input;
+  const tf_job_example *e = tf_job_spec_example(s);
   tf_shape ex = {.rank = e->rank};
   int64_t elems = 1;
   for (int i = 0; i < e->rank; i++) {

@@ -10,6 +10,7 @@
 
 #include "lib/core/base/util.h"
 #include "lib/core/graph/graph_impl.h"
+#include "lib/runtime/job_graph_impl.h"
 #include "lib/runtime/job_model.h"
 #include "tf/gradients.h"
 #include "tf/train.h"
@@ -127,7 +128,7 @@ static tf_input_source source(const tf_job_spec *s, const char **files, int n,
   src.decode.raw_dtype = raw;
   src.decode.little_endian = in->little_endian;
   if (images) {
-    const tf_job_example *e = &s->model.input;
+    const tf_job_example *e = tf_job_spec_example(s);
     src.decode.dtype = e->dtype;
     bool fl = e->dtype == TF_FLOAT32 || e->dtype == TF_FLOAT64;
     src.decode.scale = fl ? in->scale : 0;
@@ -415,17 +416,9 @@ static void set_device(tf_node *n, const char *device) {
   n->device = tf__xstrdup(device);
 }
 
-/* Every node gets an explicit device, so that each step's placement (done
- * per signature, on the pruned graph) puts a variable where its
- * initializer ran, and a replica's step touches only its worker and the
- * ps tasks (a stopped worker must not hold up the others): nodes joined
- * by ref edges to a placed node go there (an optimizer's slots beside
- * their variable); other resources go to ps 0; the rest of what replica i
- * built (ranges[i]: [first, end) node ids) goes to worker i; everything
- * else (the chief's update, init) to ps 0. */
-static void pin_devices(builder *b) {
-  tf_graph *g = b->g;
-  const char *ps0 = b->o->ps_devices[0];
+/* job_graph_impl.h */
+void tf__job_pin_devices(tf_graph *g, int (*ranges)[2], int workers,
+                         const char *const *worker_devices, const char *ps0) {
   while (spread_refs(g)) {
   }
   for (int i = 0; i < tf_graph_num_nodes(g); i++) {
@@ -436,11 +429,11 @@ static void pin_devices(builder *b) {
   }
   while (spread_refs(g)) {
   }
-  for (int r = 0; r < b->o->workers; r++) {
-    for (int i = b->ranges[r][0]; i < b->ranges[r][1]; i++) {
+  for (int r = 0; r < workers; r++) {
+    for (int i = ranges[r][0]; i < ranges[r][1]; i++) {
       tf_node *n = tf_graph_node(g, i);
       if (n->device[0] == '\0') {
-        set_device(n, b->o->worker_devices[r]);
+        set_device(n, worker_devices[r]);
       }
     }
   }
@@ -452,9 +445,8 @@ static void pin_devices(builder *b) {
   }
 }
 
-/* Puts every stateful resource of g (variables, queues, accumulators,
- * readers: the ops with a "container" attr) in container c. */
-static void set_container(tf_graph *g, const char *c) {
+/* job_graph_impl.h */
+void tf__job_set_container(tf_graph *g, const char *c) {
   tf_attr_value v = tf_attr_string(c);
   for (int i = 0; i < tf_graph_num_nodes(g); i++) {
     tf_node *n = tf_graph_node(g, i);
@@ -469,9 +461,9 @@ static void set_container(tf_graph *g, const char *c) {
 
 static tf_code check(const tf_job_spec *s, const tf_job_graph_options *o,
                      tf_status *st) {
-  if (!s->has_model || !s->input.present) {
+  if (s->has_model && !s->input.present) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: a job run by the master "
-                         "needs a model section and an input section", s->path);
+                         "needs an input section", s->path);
   }
   if (o->workers < 1 || o->n_ps < 1) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: a job needs at least one "
@@ -502,9 +494,10 @@ static tf_code build_all(builder *b) {
     return b->st->code;
   }
   b->jg->init = tf__xstrdup("init");
-  pin_devices(b);
+  tf__job_pin_devices(b->g, b->ranges, b->o->workers, b->o->worker_devices,
+                      b->o->ps_devices[0]);
   if (b->o->container != NULL && b->o->container[0] != '\0') {
-    set_container(b->g, b->o->container);
+    tf__job_set_container(b->g, b->o->container);
   }
   b->jg->global_step = tf__xstrdup(tf_node_name(b->global_step.node));
   return TF_OK;
@@ -525,7 +518,7 @@ tf_code tf_job_graph_build(const tf_job_spec *s, const tf_job_graph_options *o,
   builder b = {.s = s, .o = o, .jg = jg, .g = jg->g, .st = st};
   b.keep = tf__xcalloc((size_t)o->workers, sizeof *b.keep);
   jg->keep = b.keep;
-  tf_code code = build_all(&b);
+  tf_code code = s->has_model ? build_all(&b) : tf__job_graph_from_file(s, o, jg, st);
   tf_job_vars_free(b.vars);
   tf_optimizer_free(b.opt);
   free(b.accs);

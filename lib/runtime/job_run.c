@@ -167,10 +167,15 @@ tf_code tf_job_control(tf_job *j, const char *action, int64_t steps,
 static tf_code check_cluster(const tf_job_spec *s, const tf_job_cluster *c,
                              tf_status *st) {
   const tf_job_replication *r = &s->replication;
-  if (!s->has_model || !s->input.present) {
+  if (!s->input.present) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: the master runs jobs "
-                         "with a model section and an input section; a graph "
-                         "file is not supported for submitted jobs", s->path);
+                         "with an input section (the batches it feeds)", s->path);
+  }
+  if (!s->has_model && r->mode == TF_JOB_MODE_SYNC && r->workers > 1) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: replication.mode sync with %d "
+                         "workers needs a model section: a graph file's train target "
+                         "applies its own updates, so its replicas run async (mode: "
+                         "async)", s->path, r->workers);
   }
   if (r->workers > c->n_workers) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: replication.workers is "

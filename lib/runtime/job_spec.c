@@ -351,3 +351,7 @@ void tf_job_spec_worker_files(const tf_job_spec *s, const tf_job_files *f,
 int64_t tf_job_spec_worker_seed(const tf_job_spec *s, int worker) {
   return s->input.seed == 0 ? 0 : s->input.seed + worker;
 }
+
+const tf_job_example *tf_job_spec_example(const tf_job_spec *s) {
+  return s->has_model ? &s->model.input : &s->graph.input;
+}

@@ -245,6 +245,10 @@ void tf_job_spec_free(tf_job_spec *s); /* NULL-safe */
  * (malloc'd array, free it), *n_out their count. */
 void tf_job_spec_worker_files(const tf_job_spec *s, const tf_job_files *f,
                               int worker, const char ***out, int *n_out);
+/* The examples' shape and dtype: model.input, or graph.input for a graph
+ * job (zeroed when it has none). */
+const tf_job_example *tf_job_spec_example(const tf_job_spec *s);
+
 /* The shuffle seed of worker `worker`: input.seed + worker (0 stays 0,
  * nondeterministic), so that SHUFFLE workers read different orders. */
 int64_t tf_job_spec_worker_seed(const tf_job_spec *s, int worker);

@@ -28,6 +28,8 @@
 #include "lib/runtime/job_spec.h"
 #include "test/integration/harness.h"
 #include "test/unit/testutil.h"
+#include "tf/layers.h"
+#include "tf/serialize.h"
 #include "tf/session.h"
 #include "tf/train.h"
 
@@ -460,6 +462,120 @@ START_TEST(test_backup_worker_covers_a_stopped_worker) {
 }
 END_TEST
 
+/* ---- a graph file ------------------------------------------------------------------ */
+
+/* Replica i's count on tfctl status's "replica steps: N0 N1" line, or -1. */
+static long long replica_steps_of(const char *out, int i) {
+  const char *p = strstr(out, "\nreplica steps:");
+  long long r[2] = {-1, -1};
+  if (p != NULL) sscanf(p + strlen("\nreplica steps:"), "%lld %lld", &r[0], &r[1]);
+  return r[i];
+}
+
+/* A model written with the C API and saved: images [n, 16] float32 and
+ * labels [n] int32 placeholders, dense tanh 8, dense 3, sparse softmax
+ * cross-entropy, accuracy, Adam with a global step; node names into
+ * loss/acc. */
+static char *save_model(th_cluster *c, char *loss, char *acc, size_t n) {
+  tf_status st;
+  tf_graph *g = tf_graph_new();
+  tf_layers *l = tf_layers_new(g, 7);
+  tf_node_builder *b = tf_node_begin(g, "Placeholder", "images");
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT32));
+  tf_node_set_attr(b, "shape", tf_attr_shape(tf_shape_of(2, -1, PIXELS)));
+  tf_output x = {tf_node_finish(b, &st), 0};
+  b = tf_node_begin(g, "Placeholder", "labels");
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_INT32));
+  tf_node_set_attr(b, "shape", tf_attr_shape(tf_shape_of(1, -1)));
+  tf_output y = {tf_node_finish(b, &st), 0};
+  tf_output h, logits, lo, ac, gs, vars[8];
+  TH_REQUIRE(c, x.node && y.node &&
+                    tf_layer_dense(l, x, 8, TF_ACT_TANH, true, NULL, NULL, NULL, &h, &st) ==
+                        TF_OK &&
+                    tf_layer_dense(l, h, CLASSES, TF_ACT_NONE, true, NULL, NULL, NULL, &logits,
+                                   &st) == TF_OK &&
+                    tf_layer_sparse_softmax_cross_entropy(l, logits, y, "loss", &lo, &st) ==
+                        TF_OK &&
+                    tf_layer_accuracy(l, logits, y, "accuracy", &ac, &st) == TF_OK &&
+                    tf_global_step(g, &gs, &st) == TF_OK,
+             "building the model: %s", st.msg);
+  int nv = tf_layers_trainable(l, vars, 8);
+  tf_optimizer *opt = tf_optimizer_adam(0.05);
+  TH_REQUIRE(c, tf_optimizer_minimize(opt, g, lo, vars, nv, gs, "train", &st) != NULL &&
+                    tf_global_variables_initializer(g, "init", &st) != NULL,
+             "optimizer: %s", st.msg);
+  snprintf(loss, n, "%s", tf_node_name(lo.node));
+  snprintf(acc, n, "%s", tf_node_name(ac.node));
+  char *path = th_write_file(c, "model.tfg", "");
+  TH_REQUIRE(c, tf_graph_save(g, path, &st) == TF_OK, "saving: %s", st.msg);
+  tf_optimizer_free(opt);
+  tf_layers_free(l);
+  tf_graph_free(g);
+  return path;
+}
+
+/* A graph file (not a model section) submitted as an async job over 2
+ * workers: every replica trains the shared variables from its own files,
+ * the test set is evaluated with the file's accuracy; a sync job over 2
+ * workers is refused, naming why. */
+START_TEST(test_graph_file_job) {
+  static unsigned char i0[N_TRAIN * PIXELS], i1[N_TRAIN * PIXELS], l0[N_TRAIN], l1[N_TRAIN];
+  unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
+  th_cluster *c = cluster_with_data(img, lab);
+  char loss[256], acc[256];
+  char *model = save_model(c, loss, acc, sizeof loss);
+  char text[4096];
+  const char *modes[2] = {"{mode: async, workers: 2}", "{mode: sync, workers: 2}"};
+  char *paths[2];
+  for (int m = 0; m < 2; m++) {
+    snprintf(text, sizeof text,
+             "name: graph%d\n"
+             "graph:\n"
+             "  file: %s\n  train: train\n  loss: %s\n  metrics: [%s]\n  init: init\n"
+             "  images: images\n  labels: labels\n"
+             "  input: {shape: [%d], dtype: float32}\n"
+             "input:\n  format: idx\n"
+             "  train:\n"
+             "    images: [%s/w0-images.idx, %s/w1-images.idx]\n"
+             "    labels: [%s/w0-labels.idx, %s/w1-labels.idx]\n"
+             "  test: {images: %s/test-images.idx, labels: %s/test-labels.idx}\n"
+             "  scale: 0.00392156862745098\n  batch_size: 8\n  shuffle: true\n"
+             "  seed: 3\n  shard: files\n"
+             "replication: %s\n"
+             "train: {steps: 400, log_every_steps: 50}\n"
+             "eval: {every_steps: 0}\n",
+             m, model, loss, acc, PIXELS, c->dir, c->dir, c->dir, c->dir, c->dir, c->dir,
+             modes[m]);
+    char file[32];
+    snprintf(file, sizeof file, "graph%d.yaml", m);
+    paths[m] = th_write_file(c, file, text);
+  }
+  char id[128];
+  snprintf(id, sizeof id, "%s", submit(c, paths[0]));
+  char *out = follow(c, id, 0);
+  TH_REQUIRE(c, strstr(out, "state: done") && strstr(out, "step: 400/400"), "status:\n%s",
+             out);
+  double a = field(out, "test_accuracy");
+  long long r0 = replica_steps_of(out, 0), r1 = replica_steps_of(out, 1);
+  TH_REQUIRE(c, r0 > 0 && r1 > 0, "both replicas should have stepped:\n%s", out);
+  fprintf(stderr, "graph file job: test_accuracy %.4f, replica steps %lld %lld\n", a, r0, r1);
+  TH_REQUIRE(c, a >= 0.9 && a <= 1.0, "test_accuracy %.4f after 400 async steps:\n%s", a,
+             out);
+  free(out);
+  char *tfctl_bin = th_bin("tfctl"), *err = NULL;
+  char *argv[] = {tfctl_bin, "-c", c->config, "submit", paths[1], NULL};
+  int rc = th_run(c, argv, 20000, NULL, &err);
+  TH_REQUIRE(c, rc == 1 && err && strstr(err, "sync with 2 workers needs a model section"),
+             "a sync graph job: exit %d: %s", rc, err ? err : "");
+  free(err);
+  free(tfctl_bin);
+  free(paths[0]);
+  free(paths[1]);
+  free(model);
+  th_cluster_free(c);
+}
+END_TEST
+
 /* ---- backup workers: the late gradient is dropped ------------------------------ */
 
 #define PS0 "/job:ps/replica:0/task:0/device:CPU:0"
@@ -735,6 +851,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_async_goes_on_without_a_stopped_worker);
   tcase_add_test(tc, test_backup_worker_covers_a_stopped_worker);
   tcase_add_test(tc, test_backup_drops_the_late_gradient);
+  tcase_add_test(tc, test_graph_file_job);
   tcase_add_test(tc, test_pause_step_resume_cancel);
   suite_add_tcase(s, tc);
   return s;

@@ -1,0 +1,28 @@
+/* job_graph_impl.h: what the two builders of a job's replicated graph
+ * share: job_graph.c (from a model section) and job_graph_file.c (from a
+ * graph file written with the C API). */
+#ifndef TF_RUNTIME_JOB_GRAPH_IMPL_H
+#define TF_RUNTIME_JOB_GRAPH_IMPL_H
+
+#include "lib/runtime/job_graph.h"
+
+/* Every node of g gets an explicit device, so that a replica's step
+ * touches only its worker and the ps tasks (a stopped worker must not
+ * hold up the others): nodes joined by ref edges to a placed node go there
+ * (an optimizer's slots beside their variable); other resources go to
+ * ps0; the rest of what replica r built (ranges[r]: [first, end) node ids)
+ * goes to worker_devices[r]; everything else (the chief's update, init)
+ * to ps0. Nodes that already have a device keep it. */
+void tf__job_pin_devices(tf_graph *g, int (*ranges)[2], int workers,
+                         const char *const *worker_devices, const char *ps0);
+
+/* Puts every stateful resource of g (variables, queues, accumulators,
+ * readers: the ops with a "container" attr) in container c. */
+void tf__job_set_container(tf_graph *g, const char *c);
+
+/* Builds jg (allocated by tf_job_graph_build: train, loss, inputs and keep
+ * sized for o->workers) from s's graph file (job_graph.h). */
+tf_code tf__job_graph_from_file(const tf_job_spec *s, const tf_job_graph_options *o,
+                                tf_job_graph *jg, tf_status *st);
+
+#endif
