@@ -1,5 +1,6 @@
-/* job_graph.h: the whole training graph of a job spec's model section,
- * replicated in-graph over worker tasks (whitepaper §4.4, §7; OSDI 2016
+/* job_graph.h: the whole training graph of a job spec's model section (or
+ * of its graph file: job_graph_file.c, async only), replicated in-graph
+ * over worker tasks (whitepaper §4.4, §7; OSDI 2016
  * §4.4): the variables on ps tasks, one replica of the model per worker
  * reading its own shard of the input with its own pipeline on that
  * worker, and the replication mode built from graph ops:
