@@ -465,7 +465,7 @@ END_TEST
 /* ---- a graph file ------------------------------------------------------------------ */
 
 /* Replica i's count on tfctl status's "replica steps: N0 N1" line, or -1. */
-static long long replica_steps_of(const char *out, int i) {
+__attribute__((noinline)) static long long replica_steps_of(const char *out, int i) {
   const char *p = strstr(out, "\nreplica steps:");
   long long r[2] = {-1, -1};
   if (p != NULL) sscanf(p + strlen("\nreplica steps:"), "%lld %lld", &r[0], &r[1]);
