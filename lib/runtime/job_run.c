@@ -114,6 +114,8 @@ void tf_job_info_get(tf_job *j, tf_job_info *out) {
   pthread_mutex_unlock(&j->mu);
 }
 
+const char *tf_job_id(const tf_job *j) { return j->id; }
+
 tf_code tf_job_control(tf_job *j, const char *action, int64_t steps,
                        tf_status *st) {
   bool pause = strcmp(action, "pause") == 0, resume = strcmp(action, "resume") == 0;

@@ -94,6 +94,8 @@ tf_code tf_job_start(tf_job_spec *spec, const char *id, const tf_job_cluster *c,
                      tf_job **out, tf_status *st);
 
 void tf_job_info_get(tf_job *j, tf_job_info *out);
+/* The job's id (set at start, never changed; valid while j lives). */
+const char *tf_job_id(const tf_job *j);
 
 /* action "pause", "resume", "cancel" or "step" (steps >= 1 more updates
  * of a paused job). FAILED_PRECONDITION when the job's state does not

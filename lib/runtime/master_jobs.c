@@ -31,9 +31,7 @@ static int job_devices(tf_master *m, const char *name, const char **out, int cap
 
 static tf_job *find(tf_master *m, const char *id) {
   for (int i = 0; i < m->n_jobs; i++) {
-    tf_job_info info;
-    tf_job_info_get(m->jobs[i], &info);
-    if (strcmp(info.id, id) == 0) {
+    if (strcmp(tf_job_id(m->jobs[i]), id) == 0) {
       return m->jobs[i];
     }
   }
