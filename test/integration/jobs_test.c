@@ -28,6 +28,7 @@
 #include "lib/runtime/job_spec.h"
 #include "test/integration/harness.h"
 #include "test/unit/testutil.h"
+#include "tf/gradients.h"
 #include "tf/layers.h"
 #include "tf/serialize.h"
 #include "tf/session.h"
@@ -234,13 +235,27 @@ static void cluster_vars(th_cluster *c, const tf_job_spec *s, const char *id,
   tf_graph_free(ref);
 }
 
-/* k steps of one process on the concatenated batches of both workers. */
-static void local_vars(th_cluster *c, const tf_job_spec *s, unsigned char *img[2],
-                       unsigned char *lab[2], tf_tensor **out, int n) {
+/* The gradients of the variables (fetched, race-free) in one Run, then
+ * their update in another: in a single Run of minimize, an update may run
+ * while the backward pass still reads the variable's buffer (a read of a
+ * variable aliases it, as TF1's ref variables), and which one goes first
+ * depends on the threads. The cluster's replicas receive copies of the
+ * variables, so the reference must not depend on that order either. */
+typedef struct local_model {
+  tf_graph *g;
+  tf_optimizer *opt;
+  tf_job_vars *v;
+  int n;
+  char grad[16][160];  /* fetches */
+  char feed[16][32];   /* the gradients fed to the update */
+} local_model;
+
+static void local_build(th_cluster *c, const tf_job_spec *s, local_model *m) {
   tf_status st;
-  tf_graph *g = tf_graph_new();
-  tf_job_vars *v = NULL;
-  TH_REQUIRE(c, tf_job_vars_new(s, g, NULL, &v, &st) == TF_OK, "%s", st.msg);
+  m->g = tf_graph_new();
+  tf_graph *g = m->g;
+  TH_REQUIRE(c, tf_job_vars_new(s, g, NULL, &m->v, &st) == TF_OK, "%s", st.msg);
+  m->n = tf_job_vars_count(m->v);
   tf_node_builder *b = tf_node_begin(g, "Placeholder", "x");
   tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_FLOAT64));
   tf_output x = {tf_node_finish(b, &st), 0};
@@ -248,19 +263,46 @@ static void local_vars(th_cluster *c, const tf_job_spec *s, unsigned char *img[2
   tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_INT32));
   tf_output y = {tf_node_finish(b, &st), 0};
   tf_job_replica r;
-  TH_REQUIRE(c, tf_job_replica_build(s, v, g, NULL, NULL, x, y, true, &r, &st) == TF_OK,
+  TH_REQUIRE(c, tf_job_replica_build(s, m->v, g, NULL, NULL, x, y, true, &r, &st) == TF_OK,
              "%s", st.msg);
   tf_output gs;
-  tf_optimizer *opt = NULL;
   TH_REQUIRE(c, tf_global_step(g, &gs, &st) == TF_OK &&
-                    tf_job_optimizer_new(s, g, gs, &opt, &st) == TF_OK, "%s", st.msg);
-  TH_REQUIRE(c, tf_job_minimize(s, opt, g, r.loss, tf_job_vars_refs(v), n, gs, "train",
-                                &st) != NULL && tf_job_init_op(g, "init", &st) != NULL,
-             "%s", st.msg);
-  tf_session *sess = tf_session_new(g, NULL, &st);
+                    tf_job_optimizer_new(s, g, gs, &m->opt, &st) == TF_OK, "%s", st.msg);
+  tf_grad grads[16], fed[16];
+  TH_REQUIRE(c, tf_gradients_sparse(g, &r.loss, 1, tf_job_vars_refs(m->v), m->n, NULL,
+                                    grads, &st) == TF_OK, "%s", st.msg);
+  for (int i = 0; i < m->n; i++) {
+    TH_REQUIRE(c, grads[i].values.node != NULL && !tf_grad_is_sparse(&grads[i]),
+               "variable %d has no dense gradient", i);
+    tf_output o = grads[i].values;
+    snprintf(m->grad[i], sizeof m->grad[i], "%s:%d", tf_node_name(o.node), o.index);
+    snprintf(m->feed[i], sizeof m->feed[i], "grad_%d", i);
+    const tf_layer_var *lv = tf_job_vars_at(m->v, i);
+    b = tf_node_begin(g, "Placeholder", m->feed[i]);
+    tf_node_set_attr(b, "dtype", tf_attr_type_v(lv->dtype));
+    fed[i] = (tf_grad){.values = {tf_node_finish(b, &st), 0}};
+  }
+  TH_REQUIRE(c, tf_job_apply_gradients(s, m->opt, g, tf_job_vars_refs(m->v), fed, m->n, gs,
+                                       "train", &st) != NULL &&
+                    tf_job_init_op(g, "init", &st) != NULL, "%s", st.msg);
+}
+
+/* k steps of one process on the concatenated batches of both workers. */
+static void local_vars(th_cluster *c, const tf_job_spec *s, unsigned char *img[2],
+                       unsigned char *lab[2], tf_tensor **out, int n) {
+  tf_status st;
+  local_model m;
+  local_build(c, s, &m);
+  TH_REQUIRE(c, m.n == n, "%d variables here, %d on the cluster", m.n, n);
+  tf_session *sess = tf_session_new(m.g, NULL, &st);
   const char *init = "init", *train = "train";
   TH_REQUIRE(c, tf_session_run(sess, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1, NULL,
                                &st) == TF_OK, "%s", st.msg);
+  const char *gnames[16], *fnames[16];
+  for (int i = 0; i < n; i++) {
+    gnames[i] = m.grad[i];
+    fnames[i] = m.feed[i];
+  }
   for (int k = 0; k < EXACT_STEPS; k++) {
     tf_shape xs = tf_shape_of(2, 2 * BATCH, PIXELS), ys = tf_shape_of(1, 2 * BATCH);
     tf_tensor *fx = NULL, *fy = NULL;
@@ -277,22 +319,25 @@ static void local_vars(th_cluster *c, const tf_job_spec *s, unsigned char *img[2
       }
     }
     const char *feeds[2] = {"x", "y"};
-    tf_tensor *fv[2] = {fx, fy};
-    TH_REQUIRE(c, tf_session_run(sess, NULL, feeds, fv, 2, NULL, NULL, 0, &train, 1,
-                                 NULL, &st) == TF_OK, "local step %d: %s", k, st.msg);
+    tf_tensor *fv[2] = {fx, fy}, *gv[16] = {NULL};
+    TH_REQUIRE(c, tf_session_run(sess, NULL, feeds, fv, 2, gnames, gv, n, NULL, 0, NULL,
+                                 &st) == TF_OK, "local gradients %d: %s", k, st.msg);
+    TH_REQUIRE(c, tf_session_run(sess, NULL, fnames, gv, n, NULL, NULL, 0, &train, 1,
+                                 NULL, &st) == TF_OK, "local update %d: %s", k, st.msg);
+    for (int i = 0; i < n; i++) tf_tensor_unref(gv[i]);
     tf_tensor_unref(fx);
     tf_tensor_unref(fy);
   }
   const char *names[16];
   for (int i = 0; i < n; i++) {
-    names[i] = tf_job_vars_at(v, i)->name;
+    names[i] = tf_job_vars_at(m.v, i)->name;
   }
   TH_REQUIRE(c, tf_session_run(sess, NULL, NULL, NULL, 0, names, out, n, NULL, 0, NULL,
                                &st) == TF_OK, "%s", st.msg);
   tf_session_free(sess);
-  tf_optimizer_free(opt);
-  tf_job_vars_free(v);
-  tf_graph_free(g);
+  tf_optimizer_free(m.opt);
+  tf_job_vars_free(m.v);
+  tf_graph_free(m.g);
 }
 
 START_TEST(test_sync_is_exact) {
