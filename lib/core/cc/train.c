@@ -519,13 +519,42 @@ static void push_apply_scope(tf_graph *g, const char *base, char *buf,
 
 /* Slots and powers (in the caller's scope), then the optimizer's scope
  * with its Consts and one update per variable. */
+/* TF's GATE_GRAPH: every gradient is computed before any variable is
+ * updated. A variable is read when its consumer runs, so without the gate
+ * an update could run before the backward pass reads the variable it
+ * changes (dx = dy * W' after W -= lr * dW), and one Run would give
+ * results that depend on thread timing. Returns the gated gradients (a
+ * malloc'd copy of grads whose values pass an Identity after the gate). */
+static tf_grad *gate_gradients(tf__tb *b, const tf_grad *grads, int n) {
+  tf_grad *out = tf__xcalloc((size_t)n + 1, sizeof *out);
+  tf_node **ready = tf__xcalloc((size_t)n + 1, sizeof *ready);
+  int nr = 0;
+  for (int i = 0; i < n; i++) {
+    out[i] = grads[i];
+    if (grads[i].values.node != NULL) {
+      ready[nr++] = grads[i].values.node;
+    }
+  }
+  if (nr > 1) {
+    tf_node *gate = tf__tb_node(b, "NoOp", "gradients_ready", NULL, 0, NULL, 0, ready, nr);
+    for (int i = 0; i < n && gate != NULL; i++) {
+      if (grads[i].values.node != NULL) {
+        out[i].values = (tf_output){
+            tf__tb_node(b, "Identity", NULL, &grads[i].values, 1, NULL, 0, &gate, 1), 0};
+      }
+    }
+  }
+  free(ready);
+  return out;
+}
+
 static void build_updates(apply_ctx *a, const tf_output *vars,
-                          const tf_grad *grads, int n, int *slots, int cap,
+                          const tf_grad *grads_in, int n, int *slots, int cap,
                           char *final_name, size_t size, const char *name) {
   tf_optimizer *o = a->o;
   tf_graph *g = a->b->g;
   for (int i = 0; i < n; i++) {
-    if (grads[i].values.node != NULL) {
+    if (grads_in[i].values.node != NULL) {
       tf_dtype dt = tf__tb_dtype(vars[i]);
       slots[i] = ensure_slots(o, a->b, vars[i]);
       if (o->kind == TF_OPT_ADAM) {
@@ -534,6 +563,7 @@ static void build_updates(apply_ctx *a, const tf_output *vars,
     }
   }
   push_apply_scope(g, name ? name : o->name, final_name, size);
+  tf_grad *grads = gate_gradients(a->b, grads_in, n);
   for (int i = 0; i < n; i++) {
     if (grads[i].values.node != NULL) {
       hypers_for(a, tf__tb_dtype(vars[i]));
@@ -548,6 +578,7 @@ static void build_updates(apply_ctx *a, const tf_output *vars,
       tf_graph_pop_scope(g);
     }
   }
+  free(grads);
 }
 
 tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
