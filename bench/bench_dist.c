@@ -19,7 +19,7 @@
  * size (VmRSS) every SOAK_EVERY_NULL / SOAK_EVERY_DENSE steps into the CSV,
  * and prints each daemon's growth from the end of warm-up (the first fifth
  * of each phase) to the end (`make soak` plots the CSV with gnuplot). Daemons are children of this process: they are stopped
- * at exit, on SIGINT/SIGTERM and on errors, and die with it. */
+ * at exit, on SIGINT/SIGTERM and on errors, and bc_die with it. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -53,142 +53,11 @@
 #define SOAK_DENSE 1000
 #define SOAK_EVERY_NULL 100
 #define SOAK_EVERY_DENSE 10
-#define START_TIMEOUT_MS 20000
 #define STEP_TIMEOUT_MS 30000
-#define STOP_GRACE_MS 5000
+#define BC_NAME "bench_dist"
+#define BC_MAX_PROCS 3
 
-/* The cluster: master, ps, worker. */
-typedef struct proc {
-  const char *job;
-  int task;
-  int port;
-  pid_t pid;
-  char url[64];
-  char log[128];
-} proc;
-
-static char dir[64];
-static char config[128];
-static proc procs[3] = {{.job = "master"}, {.job = "ps"}, {.job = "worker"}};
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sorts v and returns its q-quantile (0.5: median). */
-static double quantile(double *v, int n, double q) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  int i = (int)(q * (n - 1) + 0.5);
-  return v[i];
-}
-
-/* Stops the daemons (SIGTERM, then SIGKILL after the grace) and removes
- * the temporary directory. Idempotent; runs at exit. */
-static void cleanup(void) {
-  for (int i = 0; i < 3; i++) {
-    if (procs[i].pid > 0) {
-      kill(procs[i].pid, SIGTERM);
-    }
-  }
-  for (int i = 0; i < 3; i++) {
-    if (procs[i].pid > 0) {
-      tf_ctl_stop_pid(procs[i].pid, SIGTERM, STOP_GRACE_MS);
-      procs[i].pid = 0;
-    }
-  }
-  if (dir[0] != '\0') {
-    for (int i = 0; i < 3; i++) {
-      unlink(procs[i].log);
-    }
-    unlink(config);
-    rmdir(dir);
-    dir[0] = '\0';
-  }
-}
-
-/* Whether every started daemon has been reaped (async-signal-safe). */
-static bool all_reaped(void) {
-  bool all = true;
-  for (int i = 0; i < 3; i++) {
-    if (procs[i].pid > 0 && waitpid(procs[i].pid, NULL, WNOHANG) == 0) {
-      all = false;
-    } else {
-      procs[i].pid = 0;
-    }
-  }
-  return all;
-}
-
-/* SIGINT/SIGTERM: only async-signal-safe calls. SIGTERM to the daemons,
- * up to 2 s for them to exit, then SIGKILL. */
-static void on_signal(int sig) {
-  for (int i = 0; i < 3; i++) {
-    if (procs[i].pid > 0) {
-      kill(procs[i].pid, SIGTERM);
-    }
-  }
-  struct timespec tick = {.tv_nsec = 10000000};
-  for (int k = 0; k < 200 && !all_reaped(); k++) {
-    nanosleep(&tick, NULL);
-  }
-  for (int i = 0; i < 3; i++) {
-    if (procs[i].pid > 0) {
-      kill(procs[i].pid, SIGKILL);
-      waitpid(procs[i].pid, NULL, 0);
-    }
-  }
-  if (dir[0] != '\0') {
-    for (int i = 0; i < 3; i++) {
-      unlink(procs[i].log);
-    }
-    unlink(config);
-    rmdir(dir);
-  }
-  _exit(128 + sig);
-}
-
-/* Prints the daemons' log tails and exits 1 (cleanup runs at exit). */
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "bench_dist: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  for (int i = 0; i < 3 && dir[0] != '\0'; i++) {
-    char *tail = tf_ctl_file_tail(procs[i].log, 15, "  | ");
-    fprintf(stderr, "---- %s\n%s", procs[i].log, tail);
-    free(tail);
-  }
-  exit(1);
-}
-
-/* A free loopback port: bind 127.0.0.1:0, read it, close. */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof sa;
-  int port = -1;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-      getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
-    port = ntohs(sa.sin_port);
-  }
-  if (fd >= 0) {
-    close(fd);
-  }
-  if (port <= 0) {
-    die("no free loopback port: %s", strerror(errno));
-  }
-  return port;
-}
+#include "bench/bench_cluster.h"
 
 /* ---- 1. raw NNG req/rep round trip ---- */
 
@@ -207,14 +76,14 @@ static void *rep_loop(void *arg) {
 
 static void nng_check(int rv, const char *what) {
   if (rv != 0) {
-    die("%s: %s", what, nng_strerror(rv));
+    bc_die("%s: %s", what, nng_strerror(rv));
   }
 }
 
 /* One timed round trip of an 8-byte message; seconds. */
 static double rtt_once(nng_socket c, uint64_t i) {
   nng_msg *m = NULL;
-  double t0 = now_s();
+  double t0 = bc_now_s();
   nng_check(nng_msg_alloc(&m, 0), "nng_msg_alloc");
   nng_check(nng_msg_append(m, &i, sizeof i), "nng_msg_append");
   int rv = nng_sendmsg(c, m, 0);
@@ -223,7 +92,7 @@ static double rtt_once(nng_socket c, uint64_t i) {
     nng_check(rv, "nng_sendmsg");
   }
   nng_check(nng_recvmsg(c, &m, 0), "nng_recvmsg");
-  double t1 = now_s();
+  double t1 = bc_now_s();
   nng_msg_free(m);
   return t1 - t0;
 }
@@ -253,76 +122,11 @@ static void bench_rtt(double *med_us, double *p90_us) {
   nng_close(cli);
   nng_close(srv);
   pthread_join(th, NULL);
-  *med_us = quantile(t, RTT_REPS, 0.5) * 1e6;
-  *p90_us = quantile(t, RTT_REPS, 0.9) * 1e6;
+  *med_us = bc_quantile(t, RTT_REPS, 0.5) * 1e6;
+  *p90_us = bc_quantile(t, RTT_REPS, 0.9) * 1e6;
 }
 
 /* ---- 2, 3. the cluster ---- */
-
-static void write_config(void) {
-  snprintf(config, sizeof config, "%s/cluster.yaml", dir);
-  FILE *f = fopen(config, "w");
-  if (f == NULL) {
-    die("cannot write %s: %s", config, strerror(errno));
-  }
-  fprintf(f,
-          "# written by bench/bench_dist.c\ncluster: bench\ntransport: tcp\njobs:\n"
-          "  master: [127.0.0.1:%d]\n  ps: [127.0.0.1:%d]\n  worker: [127.0.0.1:%d]\n"
-          "timeouts:\n  rpc_ms: 30000\n  registration_ms: 10000\n  drain_ms: 2000\n"
-          "run_dir: %s/run\nlog_level: warning\n",
-          procs[0].port, procs[1].port, procs[2].port, dir);
-  fclose(f);
-}
-
-static void start_proc(proc *p, const char *bin_dir) {
-  char prog[512], task[16];
-  bool master = strcmp(p->job, "master") == 0;
-  snprintf(prog, sizeof prog, "%s/%s", bin_dir, master ? "tfmaster" : "tfworker");
-  snprintf(task, sizeof task, "%d", p->task);
-  char *argv_m[] = {prog, "--config", config, NULL};
-  char *argv_w[] = {prog, "--config", config, "--job", (char *)p->job, "--task", task, NULL};
-  tf_ctl_spawn_opts so = {.log_path = p->log, .die_with_parent = true};
-  tf_status st;
-  tf_status_init(&st);
-  if (tf_ctl_spawn(master ? argv_m : argv_w, &so, &p->pid, &st) != TF_OK) {
-    p->pid = 0;
-    die("cannot start %s: %s", prog, st.msg);
-  }
-}
-
-/* Starts the three daemons and waits (bounded) until each answers. */
-static void start_cluster(const char *bin_dir) {
-  snprintf(dir, sizeof dir, "/tmp/tf-bench-dist-XXXXXX");
-  if (mkdtemp(dir) == NULL) {
-    dir[0] = '\0';
-    die("mkdtemp: %s", strerror(errno));
-  }
-  for (int i = 0; i < 3; i++) {
-    proc *p = &procs[i];
-    do {
-      p->port = free_port();
-    } while ((i > 0 && p->port == procs[0].port) || (i > 1 && p->port == procs[1].port));
-    snprintf(p->url, sizeof p->url, "tcp://127.0.0.1:%d", p->port);
-    snprintf(p->log, sizeof p->log, "%s/%s-%d.log", dir, p->job, p->task);
-  }
-  write_config();
-  for (int i = 0; i < 3; i++) {
-    start_proc(&procs[i], bin_dir);
-  }
-  int64_t deadline = tf_ctl_now_ms() + START_TIMEOUT_MS;
-  for (int i = 0; i < 3; i++) {
-    while (!tf_ctl_answers(procs[i].url, 300)) {
-      if (tf_ctl_reap(procs[i].pid) >= 0) {
-        procs[i].pid = 0;
-        die("/job:%s/task:0 exited before answering", procs[i].job);
-      }
-      if (tf_ctl_now_ms() > deadline) {
-        die("/job:%s/task:0 did not answer within %d ms", procs[i].job, START_TIMEOUT_MS);
-      }
-      tf_ctl_sleep_ms(20);
-    }
-  }
-}
 
 static tf_node *add_node(tf_graph *g, const char *op, const char *name, const char *device,
                          const tf_output *in, const tf_attr_kv *attrs, int n_attrs) {
@@ -337,7 +141,7 @@ static tf_node *add_node(tf_graph *g, const char *op, const char *name, const ch
   tf_node_set_device(b, device);
   tf_node *n = tf_node_finish(b, &st);
   if (n == NULL) {
-    die("building %s: %s", name, st.msg);
+    bc_die("building %s: %s", name, st.msg);
   }
   return n;
 }
@@ -361,7 +165,7 @@ static tf_graph *build_graph(void) {
   tf_tensor *big = NULL;
   tf_status st;
   if (tf_tensor_new(TF_FLOAT32, &sh, &big, &st) != TF_OK) {
-    die("100 MB tensor: %s", st.msg);
+    bc_die("100 MB tensor: %s", st.msg);
   }
   float *d = big->data;
   for (int64_t i = 0; i < DENSE_ELEMS; i++) {
@@ -379,18 +183,18 @@ static tf_graph *build_graph(void) {
 
 static tf_session *open_session(tf_graph *g) {
   char target[64];
-  snprintf(target, sizeof target, "tcp://127.0.0.1:%d", procs[0].port);
+  snprintf(target, sizeof target, "tcp://127.0.0.1:%d", bc_procs[0].port);
   tf_session_options o = {.target = target};
   tf_status st;
   tf_status_init(&st);
-  int64_t deadline = tf_ctl_now_ms() + START_TIMEOUT_MS;
+  int64_t deadline = tf_ctl_now_ms() + BC_START_TIMEOUT_MS;
   for (;;) {
     tf_session *s = tf_session_new(g, &o, &st);
     if (s != NULL) {
       return s;
     }
     if (tf_ctl_now_ms() > deadline) {
-      die("remote session on %s: %s", target, st.msg);
+      bc_die("remote session on %s: %s", target, st.msg);
     }
     tf_ctl_sleep_ms(100);
   }
@@ -402,15 +206,15 @@ static double step(tf_session *s, const char *fetch, double want) {
   tf_tensor *out = NULL;
   tf_status st;
   tf_status_init(&st);
-  double t0 = now_s();
+  double t0 = bc_now_s();
   if (tf_session_run(s, &ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL, &st) != TF_OK) {
-    die("step fetching %s: %s", fetch, st.msg);
+    bc_die("step fetching %s: %s", fetch, st.msg);
   }
-  double t = now_s() - t0;
+  double t = bc_now_s() - t0;
   double got = tf_tensor_get_f64(out, 0);
   tf_tensor_unref(out);
   if (got != want) {
-    die("step fetching %s returned %g, expected %g", fetch, got, want);
+    bc_die("step fetching %s returned %g, expected %g", fetch, got, want);
   }
   return t;
 }
@@ -459,7 +263,7 @@ static int tcp_listen(int *port) {
   socklen_t len = sizeof sa;
   if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 1) != 0 ||
       getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-    die("tcp listen: %s", strerror(errno));
+    bc_die("tcp listen: %s", strerror(errno));
   }
   *port = ntohs(sa.sin_port);
   return fd;
@@ -471,7 +275,7 @@ static double bench_tcp(void) {
   tcp_pair tp = {.listen_fd = tcp_listen(&port), .buf = malloc((size_t)DENSE_BYTES)};
   char *rbuf = malloc((size_t)DENSE_BYTES);
   if (tp.buf == NULL || rbuf == NULL) {
-    die("out of memory");
+    bc_die("out of memory");
   }
   memset(tp.buf, 1, (size_t)DENSE_BYTES); /* fault the pages in once */
   memset(rbuf, 0, (size_t)DENSE_BYTES);
@@ -483,17 +287,17 @@ static double bench_tcp(void) {
   struct timeval tv = {.tv_sec = 10};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    die("tcp connect: %s", strerror(errno));
+    bc_die("tcp connect: %s", strerror(errno));
   }
   static double t[DENSE_REPS];
   for (int i = 0; i < DENSE_WARMUP + DENSE_REPS; i++) {
-    double t0 = now_s();
+    double t0 = bc_now_s();
     char go = 1;
     if (!full_io(fd, &go, 1, true) || !full_io(fd, rbuf, (size_t)DENSE_BYTES, false)) {
-      die("tcp transfer %d failed: %s", i, strerror(errno));
+      bc_die("tcp transfer %d failed: %s", i, strerror(errno));
     }
     if (i >= DENSE_WARMUP) {
-      t[i - DENSE_WARMUP] = now_s() - t0;
+      t[i - DENSE_WARMUP] = bc_now_s() - t0;
     }
   }
   close(fd);
@@ -501,7 +305,7 @@ static double bench_tcp(void) {
   close(tp.listen_fd);
   free(tp.buf);
   free(rbuf);
-  return quantile(t, DENSE_REPS, 0.5);
+  return bc_quantile(t, DENSE_REPS, 0.5);
 }
 
 /* ---- main ---- */
@@ -534,9 +338,9 @@ static void bench_steps(double *null_med, double *null_p90, double *dense_med) {
   }
   tf_session_free(s);
   tf_graph_free(g);
-  *null_med = quantile(tn, NULL_REPS, 0.5);
-  *null_p90 = quantile(tn, NULL_REPS, 0.9);
-  *dense_med = quantile(td, DENSE_REPS, 0.5);
+  *null_med = bc_quantile(tn, NULL_REPS, 0.5);
+  *null_p90 = bc_quantile(tn, NULL_REPS, 0.9);
+  *dense_med = bc_quantile(td, DENSE_REPS, 0.5);
 }
 
 /* ---- soak ---- */
@@ -562,9 +366,9 @@ static long long rss_kib(pid_t pid) {
 static void sample(FILE *csv, int n, const char *phase, long long last[3]) {
   fprintf(csv, "%d,%s", n, phase);
   for (int i = 0; i < 3; i++) {
-    last[i] = rss_kib(procs[i].pid);
+    last[i] = rss_kib(bc_procs[i].pid);
     if (last[i] < 0) {
-      die("/job:%s/task:0 (pid %d) is gone during the soak", procs[i].job, (int)procs[i].pid);
+      bc_die("/job:%s/task:0 (pid %d) is gone during the soak", bc_procs[i].job, (int)bc_procs[i].pid);
     }
     fprintf(csv, ",%lld", last[i]);
   }
@@ -576,7 +380,7 @@ static void soak_phase(tf_session *s, FILE *csv, int *n, const char *phase, int 
                        int every) {
   const bool dense = strcmp(phase, "dense") == 0;
   long long warm[3] = {0}, last[3] = {0};
-  double t0 = now_s();
+  double t0 = bc_now_s();
   for (int i = 1; i <= steps; i++) {
     step(s, dense ? "big_size:0" : "null_id:0", dense ? (double)DENSE_ELEMS : 1.0);
     ++*n;
@@ -587,17 +391,17 @@ static void soak_phase(tf_session *s, FILE *csv, int *n, const char *phase, int 
       }
     }
   }
-  printf("soak %s: %d steps in %.1f s\n", phase, steps, now_s() - t0);
+  printf("soak %s: %d steps in %.1f s\n", phase, steps, bc_now_s() - t0);
   for (int i = 0; i < 3; i++) {
     printf("soak %s: %-6s RSS after warm-up %lld KiB, at the end %lld KiB (%+lld KiB)\n",
-           phase, procs[i].job, warm[i], last[i], last[i] - warm[i]);
+           phase, bc_procs[i].job, warm[i], last[i], last[i] - warm[i]);
   }
 }
 
 static void soak(const char *path) {
   FILE *csv = fopen(path, "w");
   if (csv == NULL) {
-    die("cannot write %s: %s", path, strerror(errno));
+    bc_die("cannot write %s: %s", path, strerror(errno));
   }
   fprintf(csv, "step,phase,master_kib,ps_kib,worker_kib\n");
   tf_graph *g = build_graph();
@@ -624,24 +428,24 @@ static const char *soak_arg(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
-  atexit(cleanup);
+  signal(SIGINT, bc_on_signal);
+  signal(SIGTERM, bc_on_signal);
+  atexit(bc_stop);
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (soak_arg(argc, argv) != NULL) {
-    start_cluster(bin_dir_arg(argc, argv));
+    bc_start(bin_dir_arg(argc, argv), 1, 1, 30000);
     soak(soak_arg(argc, argv));
-    cleanup();
+    bc_stop();
     return 0;
   }
   double rtt_med, rtt_p90;
   bench_rtt(&rtt_med, &rtt_p90);
   printf("rpc_rtt_us: %.1f\nrpc_rtt_p90_us: %.1f\n", rtt_med, rtt_p90);
 
-  start_cluster(bin_dir_arg(argc, argv));
+  bc_start(bin_dir_arg(argc, argv), 1, 1, 30000);
   double null_med, null_p90, dense_med;
   bench_steps(&null_med, &null_p90, &dense_med);
-  cleanup();
+  bc_stop();
   double dense_gbps = (double)DENSE_BYTES / dense_med / 1e9;
   printf("null_step_us: %.1f\nnull_step_p90_us: %.1f\n", null_med * 1e6, null_p90 * 1e6);
   printf("dense_step_ms: %.2f\ndense_gbps: %.3f\n", dense_med * 1e3, dense_gbps);

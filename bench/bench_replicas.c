@@ -64,7 +64,8 @@
 
 #define N_PS 2
 #define MAX_WORKERS 4
-#define MAX_PROCS (1 + N_PS + MAX_WORKERS)
+#define BC_MAX_PROCS (1 + N_PS + MAX_WORKERS)
+#define BC_NAME "bench_replicas"
 #define DENSE_BYTES 100000000LL
 #define SPARSE_DIM 64
 #define SPARSE_IDS 32
@@ -84,267 +85,10 @@
 #define JOB_POLL_MS 25
 #define JOB_STALL_MS 60000   /* no new step for this long: the job hangs */
 #define JOB_TIMEOUT_MS 600000
-#define START_TIMEOUT_MS 20000
 #define STEP_TIMEOUT_MS 60000
 #define RPC_MS 10000
-#define STOP_GRACE_MS 5000
 
-/* A daemon of the current cluster. */
-typedef struct proc {
-  char job[16];
-  int task;
-  int port;
-  pid_t pid;
-  char url[64];
-  char log[160];
-} proc;
-
-static char dir[64];
-static char config[128];
-static char run_dir[96];
-static proc procs[MAX_PROCS];
-static int n_procs;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sorts v and returns its q-quantile (nearest rank; 0.5: median). */
-static double quantile(double *v, int n, double q) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  int i = (int)(q * (n - 1) + 0.5);
-  return v[i];
-}
-
-/* ---- the daemons ---- */
-
-static void remove_files(void) {
-  if (dir[0] == '\0') {
-    return;
-  }
-  for (int i = 0; i < n_procs; i++) {
-    unlink(procs[i].log);
-  }
-  unlink(config);
-  rmdir(run_dir);
-  rmdir(dir);
-  dir[0] = '\0';
-}
-
-/* Stops the daemons (SIGTERM, SIGKILL after the grace) and removes the
- * temporary directory. Idempotent; runs at exit. */
-static void stop_cluster(void) {
-  for (int i = 0; i < n_procs; i++) {
-    if (procs[i].pid > 0) {
-      kill(procs[i].pid, SIGTERM);
-    }
-  }
-  for (int i = 0; i < n_procs; i++) {
-    if (procs[i].pid > 0) {
-      tf_ctl_stop_pid(procs[i].pid, SIGTERM, STOP_GRACE_MS);
-      procs[i].pid = 0;
-    }
-  }
-  remove_files();
-  n_procs = 0;
-}
-
-/* Whether every started daemon has been reaped (async-signal-safe). */
-static bool all_reaped(void) {
-  bool all = true;
-  for (int i = 0; i < n_procs; i++) {
-    if (procs[i].pid > 0 && waitpid(procs[i].pid, NULL, WNOHANG) == 0) {
-      all = false;
-    } else {
-      procs[i].pid = 0;
-    }
-  }
-  return all;
-}
-
-/* SIGINT/SIGTERM: only async-signal-safe calls. SIGTERM to the daemons,
- * up to 2 s for them to exit, then SIGKILL. */
-static void on_signal(int sig) {
-  for (int i = 0; i < n_procs; i++) {
-    if (procs[i].pid > 0) {
-      kill(procs[i].pid, SIGTERM);
-    }
-  }
-  struct timespec tick = {.tv_nsec = 10000000};
-  for (int k = 0; k < 200 && !all_reaped(); k++) {
-    nanosleep(&tick, NULL);
-  }
-  for (int i = 0; i < n_procs; i++) {
-    if (procs[i].pid > 0) {
-      kill(procs[i].pid, SIGKILL);
-      waitpid(procs[i].pid, NULL, 0);
-    }
-  }
-  if (dir[0] != '\0') {
-    for (int i = 0; i < n_procs; i++) {
-      unlink(procs[i].log);
-    }
-    unlink(config);
-    rmdir(run_dir);
-    rmdir(dir);
-  }
-  _exit(128 + sig);
-}
-
-/* Prints the message and the daemons' log tails and exits 1 (the daemons
- * are stopped at exit). */
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "bench_replicas: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  for (int i = 0; i < n_procs && dir[0] != '\0'; i++) {
-    char *tail = tf_ctl_file_tail(procs[i].log, 15, "  | ");
-    fprintf(stderr, "---- %s\n%s", procs[i].log, tail);
-    free(tail);
-  }
-  exit(1);
-}
-
-/* Dies naming the first daemon that has exited, and `cause` (NULL: none)
- * as what the client saw. */
-static void check_daemons(const char *when, const char *cause) {
-  for (int i = 0; i < n_procs; i++) {
-    int ws = procs[i].pid > 0 ? tf_ctl_reap(procs[i].pid) : -1;
-    if (ws >= 0) {
-      procs[i].pid = 0;
-      die("/job:%s/task:%d died %s (%s %d)%s%s", procs[i].job, procs[i].task, when,
-          WIFSIGNALED(ws) ? "signal" : "exit status",
-          WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws),
-          cause != NULL ? "; the client got: " : "", cause != NULL ? cause : "");
-    }
-  }
-}
-
-/* A free loopback port (bind 127.0.0.1:0), distinct from those taken. */
-static int free_port(void) {
-  for (int tries = 0; tries < 100; tries++) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
-      port = ntohs(sa.sin_port);
-    }
-    if (fd >= 0) {
-      close(fd);
-    }
-    bool taken = port <= 0;
-    for (int i = 0; i < n_procs && !taken; i++) {
-      taken = procs[i].port == port;
-    }
-    if (!taken) {
-      return port;
-    }
-  }
-  die("no free loopback port: %s", strerror(errno));
-}
-
-static void write_addrs(FILE *f, const char *job) {
-  fprintf(f, "  %s: [", job);
-  const char *sep = "";
-  for (int i = 0; i < n_procs; i++) {
-    if (strcmp(procs[i].job, job) == 0) {
-      fprintf(f, "%s127.0.0.1:%d", sep, procs[i].port);
-      sep = ", ";
-    }
-  }
-  fprintf(f, "]\n");
-}
-
-static void write_config(void) {
-  snprintf(config, sizeof config, "%s/cluster.yaml", dir);
-  FILE *f = fopen(config, "w");
-  if (f == NULL) {
-    die("cannot write %s: %s", config, strerror(errno));
-  }
-  fprintf(f, "# written by bench/bench_replicas.c\ncluster: bench\ntransport: tcp\njobs:\n");
-  write_addrs(f, "master");
-  write_addrs(f, "ps");
-  write_addrs(f, "worker");
-  fprintf(f,
-          "timeouts:\n  rpc_ms: 60000\n  registration_ms: 10000\n  drain_ms: 2000\n"
-          "run_dir: %s\nlog_level: warning\n",
-          run_dir);
-  fclose(f);
-}
-
-static void start_proc(proc *p, const char *bin_dir) {
-  char prog[512], task[16];
-  bool master = strcmp(p->job, "master") == 0;
-  snprintf(prog, sizeof prog, "%s/%s", bin_dir, master ? "tfmaster" : "tfworker");
-  snprintf(task, sizeof task, "%d", p->task);
-  char *argv_m[] = {prog, "--config", config, NULL};
-  char *argv_w[] = {prog, "--config", config, "--job", p->job, "--task", task, NULL};
-  tf_ctl_spawn_opts so = {.log_path = p->log, .die_with_parent = true};
-  tf_status st;
-  tf_status_init(&st);
-  if (tf_ctl_spawn(master ? argv_m : argv_w, &so, &p->pid, &st) != TF_OK) {
-    p->pid = 0;
-    die("cannot start %s: %s", prog, st.msg);
-  }
-}
-
-static void add_proc(const char *job, int task) {
-  proc *p = &procs[n_procs];
-  memset(p, 0, sizeof *p);
-  snprintf(p->job, sizeof p->job, "%s", job);
-  p->task = task;
-  p->port = free_port();
-  snprintf(p->url, sizeof p->url, "tcp://127.0.0.1:%d", p->port);
-  snprintf(p->log, sizeof p->log, "%s/%s-%d.log", dir, job, task);
-  n_procs++;
-}
-
-/* Starts a master, N_PS ps tasks and `workers` workers and waits (bounded)
- * until each answers. */
-static void start_cluster(const char *bin_dir, int workers) {
-  snprintf(dir, sizeof dir, "/tmp/tf-bench-replicas-XXXXXX");
-  if (mkdtemp(dir) == NULL) {
-    dir[0] = '\0';
-    die("mkdtemp: %s", strerror(errno));
-  }
-  snprintf(run_dir, sizeof run_dir, "%s/run", dir);
-  n_procs = 0;
-  add_proc("master", 0);
-  for (int k = 0; k < N_PS; k++) {
-    add_proc("ps", k);
-  }
-  for (int w = 0; w < workers; w++) {
-    add_proc("worker", w);
-  }
-  write_config();
-  for (int i = 0; i < n_procs; i++) {
-    start_proc(&procs[i], bin_dir);
-  }
-  int64_t deadline = tf_ctl_now_ms() + START_TIMEOUT_MS;
-  for (int i = 0; i < n_procs; i++) {
-    while (!tf_ctl_answers(procs[i].url, 300)) {
-      check_daemons("before answering", NULL);
-      if (tf_ctl_now_ms() > deadline) {
-        die("/job:%s/task:%d did not answer on %s within %d ms", procs[i].job, procs[i].task,
-            procs[i].url, START_TIMEOUT_MS);
-      }
-      tf_ctl_sleep_ms(20);
-    }
-  }
-}
+#include "bench/bench_cluster.h"
 
 /* ---- the null-step models ---- */
 
@@ -374,7 +118,7 @@ static tf_node *add_node(tf_graph *g, const char *op, const char *name, const ch
   tf_node_set_device(b, device);
   tf_node *n = tf_node_finish(b, &st);
   if (n == NULL) {
-    die("building %s (%s on %s): %s", name, op, device, st.msg);
+    bc_die("building %s (%s on %s): %s", name, op, device, st.msg);
   }
   return n;
 }
@@ -537,19 +281,19 @@ static int64_t model_rows(const model *m) {
 
 static tf_session *open_session(tf_graph *g) {
   char target[64];
-  snprintf(target, sizeof target, "%s", procs[0].url);
+  snprintf(target, sizeof target, "%s", bc_procs[0].url);
   tf_session_options o = {.target = target, .rpc_timeout_ms = 60000};
   tf_status st;
   tf_status_init(&st);
-  int64_t deadline = tf_ctl_now_ms() + START_TIMEOUT_MS;
+  int64_t deadline = tf_ctl_now_ms() + BC_START_TIMEOUT_MS;
   for (;;) {
     tf_session *s = tf_session_new(g, &o, &st);
     if (s != NULL) {
       return s;
     }
-    check_daemons("while opening the session", st.msg);
+    bc_check_daemons("while opening the session", st.msg);
     if (tf_ctl_now_ms() > deadline) {
-      die("remote session on %s: %s", target, st.msg);
+      bc_die("remote session on %s: %s", target, st.msg);
     }
     tf_ctl_sleep_ms(100);
   }
@@ -567,8 +311,8 @@ static void run_shards(tf_session *s, const model *m, const char *what) {
   tf_status st;
   tf_status_init(&st);
   if (tf_session_run(s, &ro, NULL, NULL, 0, NULL, NULL, 0, targets, N_PS, NULL, &st) != TF_OK) {
-    check_daemons("during a step", st.msg);
-    die("%s: running %s_*: %s", m->name, what, st.msg);
+    bc_check_daemons("during a step", st.msg);
+    bc_die("%s: running %s_*: %s", m->name, what, st.msg);
   }
 }
 
@@ -614,10 +358,10 @@ static bool replica_step(replica *r, const model *m, double *secs) {
   tf_run_options ro = {.timeout_ms = STEP_TIMEOUT_MS};
   tf_status st;
   tf_status_init(&st);
-  double t0 = now_s();
+  double t0 = bc_now_s();
   tf_code c = tf_session_run(r->s, &ro, ids != NULL ? &feed : NULL, ids != NULL ? &ids : NULL,
                              ids != NULL ? 1 : 0, NULL, NULL, 0, targets, N_PS, NULL, &st);
-  *secs = now_s() - t0;
+  *secs = bc_now_s() - t0;
   if (ids != NULL) {
     tf_tensor_unref(ids);
   }
@@ -665,7 +409,7 @@ static void run_replicas(tf_session *s, model *const m[2], double *const times[2
       r[w].times[j] = times[j] != NULL ? times[j] + (size_t)w * (size_t)steps : NULL;
     }
     if (pthread_create(&th[w], NULL, replica_main, &r[w]) != 0) {
-      die("cannot start a client thread for worker %d", w);
+      bc_die("cannot start a client thread for worker %d", w);
     }
   }
   for (int w = 0; w < workers; w++) {
@@ -677,8 +421,8 @@ static void run_replicas(tf_session *s, model *const m[2], double *const times[2
   }
   for (int w = 0; w < workers; w++) {
     if (r[w].err[0] != '\0') {
-      check_daemons("during a step", r[w].err);
-      die("%s with %d workers: a replica step of /job:worker/task:%d failed: %s", m[0]->name,
+      bc_check_daemons("during a step", r[w].err);
+      bc_die("%s with %d workers: a replica step of /job:worker/task:%d failed: %s", m[0]->name,
           workers, w, r[w].err);
     }
   }
@@ -699,8 +443,8 @@ static void check_model(tf_session *s, const model *m) {
   tf_status st;
   tf_status_init(&st);
   if (tf_session_run(s, &ro, NULL, NULL, 0, fetches, out, N_PS, NULL, 0, NULL, &st) != TF_OK) {
-    check_daemons("during the check", st.msg);
-    die("%s: fetching the check: %s", m->name, st.msg);
+    bc_check_daemons("during the check", st.msg);
+    bc_die("%s: fetching the check: %s", m->name, st.msg);
   }
   double sum = 0;
   for (int k = 0; k < N_PS; k++) {
@@ -708,7 +452,7 @@ static void check_model(tf_session *s, const model *m) {
     for (int64_t i = 0; i < n; i++) {
       double v = tf_tensor_get_f64(out[k], i);
       if (m->kind == M_DENSE && v != (double)m->applied) {
-        die("%s: shard %d element %lld is %g after %lld replica steps (expected %lld)",
+        bc_die("%s: shard %d element %lld is %g after %lld replica steps (expected %lld)",
             m->name, k, (long long)i, v, (long long)m->applied, (long long)m->applied);
       }
       sum += v;
@@ -717,7 +461,7 @@ static void check_model(tf_session *s, const model *m) {
   }
   double want = -(double)m->applied * SPARSE_IDS * SPARSE_DIM;
   if (m->kind == M_SPARSE && sum != want) {
-    die("%s: the table sums to %.0f after %lld replica steps (expected %.0f)", m->name, sum,
+    bc_die("%s: the table sums to %.0f after %lld replica steps (expected %.0f)", m->name, sum,
         (long long)m->applied, want);
   }
 }
@@ -730,8 +474,8 @@ typedef struct result {
 
 static result summarize(double *t, int n) {
   result r = {.n = n};
-  r.med = quantile(t, n, 0.5);
-  r.p90 = quantile(t, n, 0.9);
+  r.med = bc_quantile(t, n, 0.5);
+  r.p90 = bc_quantile(t, n, 0.9);
   return r;
 }
 
@@ -743,7 +487,7 @@ static result bench_dense(tf_session *s, model *m, int workers, int warmup, int 
   run_replicas(s, ms, (double *const[2]){NULL, NULL}, workers, warmup, seed);
   double *t = calloc((size_t)workers * (unsigned)steps, sizeof *t);
   if (t == NULL) {
-    die("out of memory");
+    bc_die("out of memory");
   }
   run_replicas(s, ms, (double *const[2]){t, NULL}, workers, steps, seed + 1);
   check_model(s, m);
@@ -764,7 +508,7 @@ static void bench_sparse(tf_session *s, model *small, model *big, int workers, u
     run_shards(s, m[j], "init");
     t[j] = calloc((size_t)n, sizeof *t[j]);
     if (t[j] == NULL) {
-      die("out of memory");
+      bc_die("out of memory");
     }
   }
   run_replicas(s, m, (double *const[2]){NULL, NULL}, workers, SPARSE_WARMUP, seed);
@@ -802,7 +546,7 @@ static void print_result(const char *model, int workers, result r) {
 static char *read_text(const char *path) {
   FILE *f = fopen(path, "r");
   if (f == NULL) {
-    die("cannot read %s: %s", path, strerror(errno));
+    bc_die("cannot read %s: %s", path, strerror(errno));
   }
   size_t cap = 1 << 16, n = 0;
   char *s = malloc(cap);
@@ -819,7 +563,7 @@ static char *read_text(const char *path) {
   }
   fclose(f);
   if (s == NULL) {
-    die("out of memory reading %s", path);
+    bc_die("out of memory reading %s", path);
   }
   s[n] = '\0';
   return s;
@@ -835,7 +579,7 @@ static char *derive_spec(const char *path, const char *mode, int workers, int64_
   size_t cap = strlen(base) + 512;
   char *out = malloc(cap), section[32] = "";
   if (out == NULL) {
-    die("out of memory");
+    bc_die("out of memory");
   }
   out[0] = '\0';
   size_t n = 0;
@@ -872,7 +616,7 @@ static char *derive_spec(const char *path, const char *mode, int workers, int64_
            (long long)steps);
   free(base);
   if (!have_workers || *batch <= 0) {
-    die("%s: expected the lines '  workers: N' under replication and '  batch_size: N' "
+    bc_die("%s: expected the lines '  workers: N' under replication and '  batch_size: N' "
         "under input", path);
   }
   return out;
@@ -889,19 +633,19 @@ static double watch_job(const char *id, int64_t steps) {
     tf_ctl_job j;
     tf_status st;
     tf_status_init(&st);
-    check_daemons("during a job", NULL); /* the job may take rpc_ms to fail */
-    if (tf_ctl_job_status(procs[0].url, RPC_MS, id, &j, &st) != TF_OK) {
-      check_daemons("during a job", st.msg);
-      die("job %s: JobStatus: %s", id, st.msg);
+    bc_check_daemons("during a job", NULL); /* the job may take rpc_ms to fail */
+    if (tf_ctl_job_status(bc_procs[0].url, RPC_MS, id, &j, &st) != TF_OK) {
+      bc_check_daemons("during a job", st.msg);
+      bc_die("job %s: JobStatus: %s", id, st.msg);
     }
-    double t = now_s();
+    double t = bc_now_s();
     bool done = strcmp(j.state, "done") == 0, running = strcmp(j.state, "running") == 0;
     if (j.error[0] != '\0' || (!done && !running && strcmp(j.state, "queued") != 0)) {
-      check_daemons("during a job", j.error);
-      die("job %s failed (state %s) at step %lld: %s", id, j.state, (long long)j.step, j.error);
+      bc_check_daemons("during a job", j.error);
+      bc_die("job %s failed (state %s) at step %lld: %s", id, j.state, (long long)j.step, j.error);
     }
     if (done && (j.step != steps || !isfinite(j.loss))) {
-      die("job %s ended at step %lld of %lld with loss %g", id, (long long)j.step,
+      bc_die("job %s ended at step %lld of %lld with loss %g", id, (long long)j.step,
           (long long)steps, j.loss);
     }
     if (running && j.step >= steps / 5) {
@@ -919,13 +663,13 @@ static double watch_job(const char *id, int64_t steps) {
       break;
     }
     if (tf_ctl_now_ms() - moved_ms > JOB_STALL_MS || tf_ctl_now_ms() > deadline) {
-      die("job %s is stuck at step %lld of %lld (no new step for %d ms, or not done within "
+      bc_die("job %s is stuck at step %lld of %lld (no new step for %d ms, or not done within "
           "%d ms)", id, (long long)last, (long long)steps, JOB_STALL_MS, JOB_TIMEOUT_MS);
     }
     tf_ctl_sleep_ms(JOB_POLL_MS);
   }
   if (sa < 0 || sb - sa < steps / 4) {
-    die("job %s: too few steps seen while it ran (%lld); raise its steps", id,
+    bc_die("job %s: too few steps seen while it ran (%lld); raise its steps", id,
         (long long)(sb - sa));
   }
   return (double)(sb - sa) / (tb - ta);
@@ -943,8 +687,8 @@ static double bench_job(const char *jobs_dir, const char *mode, int workers) {
   char *id = NULL;
   tf_status st;
   tf_status_init(&st);
-  if (tf_ctl_submit_job(procs[0].url, RPC_MS, spec, strlen(spec), path, &id, &st) != TF_OK) {
-    die("submitting %s (%s, %d workers): %s", path, mode, workers, st.msg);
+  if (tf_ctl_submit_job(bc_procs[0].url, RPC_MS, spec, strlen(spec), path, &id, &st) != TF_OK) {
+    bc_die("submitting %s (%s, %d workers): %s", path, mode, workers, st.msg);
   }
   free(spec);
   double ups = watch_job(id, steps);
@@ -992,7 +736,7 @@ static void bench_null_steps(int workers, result *res) {
   tf_status st;
   tf_status_init(&st);
   if (tf_session_reset(s, NULL, 0, &st) != TF_OK) {
-    die("resetting the session's variables: %s", st.msg);
+    bc_die("resetting the session's variables: %s", st.msg);
   }
   tf_session_free(s);
   tf_graph_free(g);
@@ -1022,16 +766,16 @@ static void print_header(void) {
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
-  atexit(stop_cluster);
+  signal(SIGINT, bc_on_signal);
+  signal(SIGTERM, bc_on_signal);
+  atexit(bc_stop);
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *bin = arg_or(argc, argv, "--bin", "build/bin");
   const char *jobs_dir = arg_or(argc, argv, "--jobs", "conf/jobs");
   static const int worker_counts[3] = {1, 2, 4};
   result res[3][N_MODELS];
   double images[2][2]; /* [sync, async][1, 2 workers] */
-  double t0 = now_s();
+  double t0 = bc_now_s();
   for (int mode = 0; mode < 2; mode++) { /* a bad spec fails now, not after minutes */
     char path[512];
     int batch;
@@ -1041,14 +785,14 @@ int main(int argc, char **argv) {
   print_header();
   for (int i = 0; i < 3; i++) {
     int workers = worker_counts[i];
-    start_cluster(bin, workers);
+    bc_start(bin, N_PS, workers, 60000);
     bench_null_steps(workers, res[i]);
     if (workers <= 2) {
       images[0][i] = bench_job(jobs_dir, "sync", workers);
       images[1][i] = bench_job(jobs_dir, "async", workers);
     }
-    check_daemons("by the end", NULL);
-    stop_cluster();
+    bc_check_daemons("by the end", NULL);
+    bc_stop();
   }
   double worst = 0;
   for (int i = 0; i < 3; i++) {
@@ -1057,7 +801,7 @@ int main(int argc, char **argv) {
     worst = fmax(worst, r);
   }
   printf("async_2w_images_per_s_vs_1w: %.2f\n", images[1][1] / images[1][0]);
-  printf("total: %.0f s\n", now_s() - t0);
+  printf("total: %.0f s\n", bc_now_s() - t0);
   printf("sparse_1gb_vs_100mb: %.2f\n", worst);
   printf("sync_2w_images_per_s_vs_1w: %.2f\n", images[0][1] / images[0][0]);
   return 0;

@@ -1,0 +1,290 @@
+/* bench_cluster.h: the local cluster of real daemons the cluster benches
+ * (bench_dist.c, bench_replicas.c) start: a master, ps tasks and workers
+ * on free loopback ports, children of the bench that die with it, stopped
+ * at exit and on SIGINT/SIGTERM (bc_on_signal, async-signal-safe), their
+ * logs' tails printed when the bench dies. Header-only: each bench is one
+ * program built from its own .c file. Before including, define BC_NAME
+ * (the bench's name, for messages and its temporary directory) and
+ * BC_MAX_PROCS. */
+#ifndef TF_BENCH_CLUSTER_H
+#define TF_BENCH_CLUSTER_H
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/tfctl/ctl_client.h"
+#include "cmd/tfctl/ctl_procs.h"
+
+#define BC_START_TIMEOUT_MS 20000
+#define BC_STOP_GRACE_MS 5000
+
+/* A daemon of the current cluster. */
+typedef struct bc_proc {
+  char job[16];
+  int task;
+  int port;
+  pid_t pid;
+  char url[64];
+  char log[160];
+} bc_proc;
+
+static char bc_dir[64];
+static char bc_config[128];
+static char bc_run_dir[96];
+static bc_proc bc_procs[BC_MAX_PROCS];
+static int bc_n_procs;
+
+/* ---- the daemons ---- */
+
+static void bc_remove_files(void) {
+  if (bc_dir[0] == '\0') {
+    return;
+  }
+  for (int i = 0; i < bc_n_procs; i++) {
+    unlink(bc_procs[i].log);
+  }
+  unlink(bc_config);
+  rmdir(bc_run_dir);
+  rmdir(bc_dir);
+  bc_dir[0] = '\0';
+}
+
+/* Stops the daemons (SIGTERM, SIGKILL after the grace) and removes the
+ * temporary directory. Idempotent; runs at exit. */
+static void bc_stop(void) {
+  for (int i = 0; i < bc_n_procs; i++) {
+    if (bc_procs[i].pid > 0) {
+      kill(bc_procs[i].pid, SIGTERM);
+    }
+  }
+  for (int i = 0; i < bc_n_procs; i++) {
+    if (bc_procs[i].pid > 0) {
+      tf_ctl_stop_pid(bc_procs[i].pid, SIGTERM, BC_STOP_GRACE_MS);
+      bc_procs[i].pid = 0;
+    }
+  }
+  bc_remove_files();
+  bc_n_procs = 0;
+}
+
+/* Whether every started daemon has been reaped (async-signal-safe). */
+static bool bc_all_reaped(void) {
+  bool all = true;
+  for (int i = 0; i < bc_n_procs; i++) {
+    if (bc_procs[i].pid > 0 && waitpid(bc_procs[i].pid, NULL, WNOHANG) == 0) {
+      all = false;
+    } else {
+      bc_procs[i].pid = 0;
+    }
+  }
+  return all;
+}
+
+/* SIGINT/SIGTERM: only async-signal-safe calls. SIGTERM to the daemons,
+ * up to 2 s for them to exit, then SIGKILL. */
+static void bc_on_signal(int sig) {
+  for (int i = 0; i < bc_n_procs; i++) {
+    if (bc_procs[i].pid > 0) {
+      kill(bc_procs[i].pid, SIGTERM);
+    }
+  }
+  struct timespec tick = {.tv_nsec = 10000000};
+  for (int k = 0; k < 200 && !bc_all_reaped(); k++) {
+    nanosleep(&tick, NULL);
+  }
+  for (int i = 0; i < bc_n_procs; i++) {
+    if (bc_procs[i].pid > 0) {
+      kill(bc_procs[i].pid, SIGKILL);
+      waitpid(bc_procs[i].pid, NULL, 0);
+    }
+  }
+  if (bc_dir[0] != '\0') {
+    for (int i = 0; i < bc_n_procs; i++) {
+      unlink(bc_procs[i].log);
+    }
+    unlink(bc_config);
+    rmdir(bc_run_dir);
+    rmdir(bc_dir);
+  }
+  _exit(128 + sig);
+}
+
+/* Prints the message and the daemons' log tails and exits 1 (the daemons
+ * are stopped at exit). */
+static void bc_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void bc_die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, BC_NAME ": ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  for (int i = 0; i < bc_n_procs && bc_dir[0] != '\0'; i++) {
+    char *tail = tf_ctl_file_tail(bc_procs[i].log, 15, "  | ");
+    fprintf(stderr, "---- %s\n%s", bc_procs[i].log, tail);
+    free(tail);
+  }
+  exit(1);
+}
+
+/* Dies naming the first daemon that has exited, and `cause` (NULL: none)
+ * as what the client saw. */
+static void bc_check_daemons(const char *when, const char *cause) {
+  for (int i = 0; i < bc_n_procs; i++) {
+    int ws = bc_procs[i].pid > 0 ? tf_ctl_reap(bc_procs[i].pid) : -1;
+    if (ws >= 0) {
+      bc_procs[i].pid = 0;
+      bc_die("/job:%s/task:%d died %s (%s %d)%s%s", bc_procs[i].job, bc_procs[i].task, when,
+          WIFSIGNALED(ws) ? "signal" : "exit status",
+          WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws),
+          cause != NULL ? "; the client got: " : "", cause != NULL ? cause : "");
+    }
+  }
+}
+
+/* A free loopback port (bind 127.0.0.1:0), distinct from those taken. */
+static int bc_free_port(void) {
+  for (int tries = 0; tries < 100; tries++) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+      port = ntohs(sa.sin_port);
+    }
+    if (fd >= 0) {
+      close(fd);
+    }
+    bool taken = port <= 0;
+    for (int i = 0; i < bc_n_procs && !taken; i++) {
+      taken = bc_procs[i].port == port;
+    }
+    if (!taken) {
+      return port;
+    }
+  }
+  bc_die("no free loopback port: %s", strerror(errno));
+}
+
+static void bc_write_addrs(FILE *f, const char *job) {
+  fprintf(f, "  %s: [", job);
+  const char *sep = "";
+  for (int i = 0; i < bc_n_procs && i < BC_MAX_PROCS; i++) {
+    if (strcmp(bc_procs[i].job, job) == 0) {
+      fprintf(f, "%s127.0.0.1:%d", sep, bc_procs[i].port);
+      sep = ", ";
+    }
+  }
+  fprintf(f, "]\n");
+}
+
+static void bc_write_config(int rpc_ms) {
+  snprintf(bc_config, sizeof bc_config, "%s/cluster.yaml", bc_dir);
+  FILE *f = fopen(bc_config, "w");
+  if (f == NULL) {
+    bc_die("cannot write %s: %s", bc_config, strerror(errno));
+  }
+  fprintf(f, "# written by " BC_NAME "\ncluster: bench\ntransport: tcp\njobs:\n");
+  bc_write_addrs(f, "master");
+  bc_write_addrs(f, "ps");
+  bc_write_addrs(f, "worker");
+  fprintf(f,
+          "timeouts:\n  rpc_ms: %d\n  registration_ms: 10000\n  drain_ms: 2000\n"
+          "run_dir: %s\nlog_level: warning\n",
+          rpc_ms, bc_run_dir);
+  fclose(f);
+}
+
+static void bc_start_proc(bc_proc *p, const char *bin_dir) {
+  char prog[512], task[16];
+  bool master = strcmp(p->job, "master") == 0;
+  snprintf(prog, sizeof prog, "%s/%s", bin_dir, master ? "tfmaster" : "tfworker");
+  snprintf(task, sizeof task, "%d", p->task);
+  char *argv_m[] = {prog, "--config", bc_config, NULL};
+  char *argv_w[] = {prog, "--config", bc_config, "--job", p->job, "--task", task, NULL};
+  tf_ctl_spawn_opts so = {.log_path = p->log, .die_with_parent = true};
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_ctl_spawn(master ? argv_m : argv_w, &so, &p->pid, &st) != TF_OK) {
+    p->pid = 0;
+    bc_die("cannot start %s: %s", prog, st.msg);
+  }
+}
+
+static void bc_add_proc(const char *job, int task) {
+  bc_proc *p = &bc_procs[bc_n_procs];
+  memset(p, 0, sizeof *p);
+  snprintf(p->job, sizeof p->job, "%s", job);
+  p->task = task;
+  p->port = bc_free_port();
+  snprintf(p->url, sizeof p->url, "tcp://127.0.0.1:%d", p->port);
+  snprintf(p->log, sizeof p->log, "%s/%s-%d.log", bc_dir, job, task);
+  bc_n_procs++;
+}
+
+/* Starts a master, n_ps ps tasks and `workers` workers (at most
+ * BC_MAX_PROCS in all) whose control calls have rpc_ms, and waits
+ * (bounded) until each answers. */
+static void bc_start(const char *bin_dir, int n_ps, int workers, int rpc_ms) {
+  snprintf(bc_dir, sizeof bc_dir, "/tmp/tf-" BC_NAME "-XXXXXX");
+  if (mkdtemp(bc_dir) == NULL) {
+    bc_dir[0] = '\0';
+    bc_die("mkdtemp: %s", strerror(errno));
+  }
+  snprintf(bc_run_dir, sizeof bc_run_dir, "%s/run", bc_dir);
+  bc_n_procs = 0;
+  bc_add_proc("master", 0);
+  for (int k = 0; k < n_ps; k++) {
+    bc_add_proc("ps", k);
+  }
+  for (int w = 0; w < workers; w++) {
+    bc_add_proc("worker", w);
+  }
+  bc_write_config(rpc_ms);
+  for (int i = 0; i < bc_n_procs; i++) {
+    bc_start_proc(&bc_procs[i], bin_dir);
+  }
+  int64_t deadline = tf_ctl_now_ms() + BC_START_TIMEOUT_MS;
+  for (int i = 0; i < bc_n_procs; i++) {
+    while (!tf_ctl_answers(bc_procs[i].url, 300)) {
+      bc_check_daemons("before answering", NULL);
+      if (tf_ctl_now_ms() > deadline) {
+        bc_die("/job:%s/task:%d did not answer on %s within %d ms", bc_procs[i].job, bc_procs[i].task,
+            bc_procs[i].url, BC_START_TIMEOUT_MS);
+      }
+      tf_ctl_sleep_ms(20);
+    }
+  }
+}
+
+/* A monotonic clock in seconds. */
+static double bc_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int bc_cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts v and returns its q-quantile (nearest rank; 0.5: median). */
+static double bc_quantile(double *v, int n, double q) {
+  qsort(v, (size_t)n, sizeof *v, bc_cmp_d);
+  int i = (int)(q * (n - 1) + 0.5);
+  return v[i];
+}
+
+#endif
