@@ -119,11 +119,8 @@ TF_API void tf_optimizer_free(tf_optimizer *o);
  * variable is skipped), creating missing slots, and returns a NoOp `name`
  * (NULL: the optimizer's name, made unique) that runs them all and then,
  * when global_step's node is set, adds 1 to that int32/int64 variable:
- * run it as a target once per training step. No update starts before
- * every gradient is computed (TF's GATE_GRAPH; NoOp
- * "<name>/gradients_ready"), so a Run that computes the gradients and
- * applies them gives the same result on every run. INVALID_ARGUMENT when
- * no variable has a gradient, for a variable that is not one, a dtype or
+ * run it as a target once per training step. INVALID_ARGUMENT when no
+ * variable has a gradient, for a variable that is not one, a dtype or
  * shape mismatch, or an optimizer bound to another graph. */
 TF_API tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
                                              const tf_output *vars,
@@ -132,7 +129,12 @@ TF_API tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
                                              const char *name, tf_status *st);
 
 /* tf_gradients_sparse(loss, vars) then apply_gradients; vars that loss
- * does not depend on are skipped (none at all: INVALID_ARGUMENT). */
+ * does not depend on are skipped (none at all: INVALID_ARGUMENT). No
+ * update starts before every gradient is computed (TF's GATE_GRAPH: a
+ * NoOp "gradients_ready", made unique, and an Identity per gradient after
+ * it), so one Run gives the same result on every run: a variable is read
+ * when its consumer runs, and an update could otherwise change it before
+ * the backward pass read it. */
 TF_API tf_node *tf_optimizer_minimize(tf_optimizer *o, tf_graph *g,
                                       tf_output loss, const tf_output *vars,
                                       int n, tf_output global_step,

@@ -449,6 +449,12 @@ tf_node *tf_job_minimize(const tf_job_spec *s, tf_optimizer *o, tf_graph *g,
                          tf_output loss, const tf_output *vars, int n,
                          tf_output global_step, const char *name,
                          tf_status *st) {
+  if (s->optimizer.clip_norm <= 0) {
+    /* minimize gates the updates on every gradient (train.h) */
+    return tf_optimizer_minimize(o, g, loss, vars, n, global_step, name, st);
+  }
+  /* Clipped: every gradient is scaled by the global norm of all of them,
+   * so no update can start before every gradient is computed. */
   tf_grad *grads = tf__xcalloc((size_t)n + 1, sizeof *grads);
   tf_node *t = NULL;
   if (tf_gradients_sparse(g, &loss, 1, vars, n, NULL, grads, st) == TF_OK) {

@@ -96,7 +96,8 @@ tf_node *tf_job_apply_gradients(const tf_job_spec *s, tf_optimizer *o,
                                 tf_output global_step, const char *name,
                                 tf_status *st);
 /* The gradients of loss with respect to vars (sparse for embeddings),
- * then tf_job_apply_gradients. */
+ * then tf_job_apply_gradients; no update starts before every gradient is
+ * computed (tf_optimizer_minimize's gate, or the clipping's global norm). */
 tf_node *tf_job_minimize(const tf_job_spec *s, tf_optimizer *o, tf_graph *g,
                          tf_output loss, const tf_output *vars, int n,
                          tf_output global_step, const char *name,

@@ -536,7 +536,9 @@ static tf_grad *gate_gradients(tf__tb *b, const tf_grad *grads, int n) {
     }
   }
   if (nr > 1) {
-    tf_node *gate = tf__tb_node(b, "NoOp", "gradients_ready", NULL, 0, NULL, 0, ready, nr);
+    char name[128];
+    tf_graph_unique_name(b->g, "gradients_ready", name, sizeof name);
+    tf_node *gate = tf__tb_node(b, "NoOp", name, NULL, 0, NULL, 0, ready, nr);
     for (int i = 0; i < n && gate != NULL; i++) {
       if (grads[i].values.node != NULL) {
         out[i].values = (tf_output){
@@ -563,7 +565,7 @@ static void build_updates(apply_ctx *a, const tf_output *vars,
     }
   }
   push_apply_scope(g, name ? name : o->name, final_name, size);
-  tf_grad *grads = gate_gradients(a->b, grads_in, n);
+  const tf_grad *grads = grads_in;
   for (int i = 0; i < n; i++) {
     if (grads[i].values.node != NULL) {
       hypers_for(a, tf__tb_dtype(vars[i]));
@@ -578,7 +580,6 @@ static void build_updates(apply_ctx *a, const tf_output *vars,
       tf_graph_pop_scope(g);
     }
   }
-  free(grads);
 }
 
 tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
@@ -636,8 +637,10 @@ tf_node *tf_optimizer_minimize(tf_optimizer *o, tf_graph *g, tf_output loss,
   }
   tf_grad *grads = tf__xcalloc((size_t)n, sizeof *grads);
   if (tf_gradients_sparse(g, &loss, 1, vars, n, NULL, grads, st) == TF_OK) {
-    result = tf_optimizer_apply_gradients(o, g, vars, grads, n, global_step,
+    tf_grad *gated = gate_gradients(&b, grads, n);
+    result = tf_optimizer_apply_gradients(o, g, vars, gated, n, global_step,
                                           name, st);
+    free(gated);
   }
   free(grads);
   if (tf__tb_end(&b) != TF_OK) {

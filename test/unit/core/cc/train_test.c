@@ -589,8 +589,9 @@ static double deep_run(bool check_gate) {
   if (check_gate) {
     /* Each update reads its gradient through an Identity that waits for
      * the gate, and the gate waits for every gradient. */
-    tf_node *gate = tf_graph_find(g, "train/gradients_ready");
+    tf_node *gate = tf_graph_find(g, "gradients_ready");
     ck_assert_ptr_nonnull(gate);
+    ck_assert_str_eq(tf_node_op(gate), "NoOp");
     ck_assert_int_eq(tf_node_num_control_inputs(gate), nv);
     for (int i = 0; i < nv; i++) {
       char name[160];
