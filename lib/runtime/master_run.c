@@ -508,12 +508,22 @@ static ms_step *step_new(tf_master *m, struct tf_rpc_call *call, tf_status *st) 
     s->sess = tf__ms_session_get(m, s->session, st);
     if (s->sess == NULL) rc = st->code;
   }
-  if (rc == TF_OK) rc = track(m, s, st);
+  if (rc == TF_OK) {
+    /* Once tracked, the step is visible to aborts (its session closing, a
+     * task going down), which reply on its call and drop the in-flight
+     * reference: both must be in place before. */
+    s->call = call;
+    tf__ref_get(&s->refs); /* the prepare's */
+    rc = track(m, s, st);
+    if (rc != TF_OK) {
+      s->call = NULL;
+      step_unref(s);
+    }
+  }
   if (rc != TF_OK) {
     step_unref(s);
     return NULL;
   }
-  s->call = call;
   return s;
 }
 
@@ -525,8 +535,7 @@ void tf__ms_run_step(tf_master *m, struct tf_rpc_call *call) {
     tf_rpc_reply_error(call, &st);
     return;
   }
-  tf__ref_get(&s->refs); /* the prepare's */
-  tf__ms_prepare(m, s->sess, &s->sig, on_prepared, s);
+  tf__ms_prepare(m, s->sess, &s->sig, on_prepared, s); /* the prepare's reference */
 }
 
 /* ---- the deadline timer --------------------------------------------------- */
