@@ -315,8 +315,10 @@ static void build(model *m, const options *o) {
   tf_output per_example;
   tf_node_builder *cb = tf_node_begin(m->g, "Const", "loss/axis");
   tf_node_set_attr(cb, "dtype", tf_attr_type_v(TF_INT32));
-  tf_node_set_attr(cb, "value", tf_attr_tensor(tf_tensor_scalar_i32(0)));
+  tf_tensor *zero = tf_tensor_scalar_i32(0);
+  tf_node_set_attr(cb, "value", tf_attr_tensor(zero)); /* the graph copies it */
   tf_output axis = {tf_node_finish(cb, &st), 0};
+  tf_tensor_unref(zero);
   if (axis.node == NULL ||
       tf_layer_sampled_softmax_loss(m->l, w, b, m->labels, embed, o->sampled, o->vocab, 1,
                                     NULL, true, 0, "sampled_softmax", &per_example,

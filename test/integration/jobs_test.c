@@ -691,11 +691,12 @@ static sync_counters read_counters(th_cluster *c, const tf_job_spec *s, const ch
                         tf_attr_string("sync/token_1")};
   tf_output q = {res_node(c, g, "FIFOQueue", "token_1", id, PS0, NULL, 0, qn, qv, 3), 0};
   const char *target = NULL;
+  tf_tensor *value = drain > 0 ? tf_tensor_scalar_i32(drain) : tf_tensor_scalar_i64(0);
   if (drain > 0) {
     tf_output in[2] = {q, {res_node(c, g, "Const", "n", NULL, PS0, NULL, 0,
                                     (const char *[]){"dtype", "value"},
                                     (tf_attr_value[]){tf_attr_type_v(TF_INT32),
-                                                      tf_attr_tensor(tf_tensor_scalar_i32(drain))},
+                                                      tf_attr_tensor(value)},
                                     2), 0}};
     target = tf_node_name(res_node(c, g, "QueueDequeueMany", "drain", NULL, PS0, in, 2,
                                    (const char *[]){"component_types"},
@@ -704,7 +705,7 @@ static sync_counters read_counters(th_cluster *c, const tf_job_spec *s, const ch
     tf_output in[2] = {q, {res_node(c, g, "Const", "t", NULL, PS0, NULL, 0,
                                     (const char *[]){"dtype", "value"},
                                     (tf_attr_value[]){tf_attr_type_v(TF_INT64),
-                                                      tf_attr_tensor(tf_tensor_scalar_i64(0))},
+                                                      tf_attr_tensor(value)},
                                     2), 0}};
     target = tf_node_name(res_node(c, g, "QueueEnqueue", "give", NULL, PS0, in, 2,
                                    (const char *[]){"Tcomponents"},
@@ -713,6 +714,7 @@ static sync_counters read_counters(th_cluster *c, const tf_job_spec *s, const ch
     fetch[nf++] = tf_node_name(res_node(c, g, "QueueSize", "size", NULL, PS0, &q, 1,
                                         NULL, NULL, 0));
   }
+  tf_tensor_unref(value); /* the graph copied it */
   tf_session_options so = {.target = th_task_get(c, "master", 0)->url};
   tf_session *sess = tf_session_new(g, &so, &st);
   TH_REQUIRE(c, sess != NULL, "session: %s", st.msg);
