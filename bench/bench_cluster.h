@@ -24,6 +24,7 @@
 
 #include "cmd/tfctl/ctl_client.h"
 #include "cmd/tfctl/ctl_procs.h"
+#include "tf/session.h"
 
 #define BC_START_TIMEOUT_MS 20000
 #define BC_STOP_GRACE_MS 5000
@@ -265,6 +266,27 @@ static void bc_start(const char *bin_dir, int n_ps, int workers, int rpc_ms) {
       }
       tf_ctl_sleep_ms(20);
     }
+  }
+}
+
+/* A remote session of g on the master (procs[0]), retried until it opens
+ * or BC_START_TIMEOUT_MS passes; a daemon that died ends the bench.
+ * rpc_timeout_ms: the session's control calls (0: the default). */
+static tf_session *bc_open_session(int64_t rpc_timeout_ms, tf_graph *g) {
+  tf_session_options o = {.target = bc_procs[0].url, .rpc_timeout_ms = rpc_timeout_ms};
+  tf_status st;
+  tf_status_init(&st);
+  int64_t deadline = tf_ctl_now_ms() + BC_START_TIMEOUT_MS;
+  for (;;) {
+    tf_session *s = tf_session_new(g, &o, &st);
+    if (s != NULL) {
+      return s;
+    }
+    bc_check_daemons("while opening the session", st.msg);
+    if (tf_ctl_now_ms() > deadline) {
+      bc_die("remote session on %s: %s", bc_procs[0].url, st.msg);
+    }
+    tf_ctl_sleep_ms(100);
   }
 }
 

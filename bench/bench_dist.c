@@ -181,24 +181,6 @@ static tf_graph *build_graph(void) {
   return g;
 }
 
-static tf_session *open_session(tf_graph *g) {
-  char target[64];
-  snprintf(target, sizeof target, "tcp://127.0.0.1:%d", bc_procs[0].port);
-  tf_session_options o = {.target = target};
-  tf_status st;
-  tf_status_init(&st);
-  int64_t deadline = tf_ctl_now_ms() + BC_START_TIMEOUT_MS;
-  for (;;) {
-    tf_session *s = tf_session_new(g, &o, &st);
-    if (s != NULL) {
-      return s;
-    }
-    if (tf_ctl_now_ms() > deadline) {
-      bc_die("remote session on %s: %s", target, st.msg);
-    }
-    tf_ctl_sleep_ms(100);
-  }
-}
 
 /* One step fetching `fetch`; returns its seconds and checks the value. */
 static double step(tf_session *s, const char *fetch, double want) {
@@ -322,7 +304,7 @@ static const char *bin_dir_arg(int argc, char **argv) {
 /* Times the null and dense steps on the running cluster. */
 static void bench_steps(double *null_med, double *null_p90, double *dense_med) {
   tf_graph *g = build_graph();
-  tf_session *s = open_session(g);
+  tf_session *s = bc_open_session(0, g);
   static double tn[NULL_REPS], td[DENSE_REPS];
   for (int i = 0; i < NULL_WARMUP; i++) {
     step(s, "null_id:0", 1.0);
@@ -405,7 +387,7 @@ static void soak(const char *path) {
   }
   fprintf(csv, "step,phase,master_kib,ps_kib,worker_kib\n");
   tf_graph *g = build_graph();
-  tf_session *s = open_session(g);
+  tf_session *s = bc_open_session(0, g);
   int n = 0;
   long long first[3];
   sample(csv, n, "start", first);

@@ -279,25 +279,6 @@ static int64_t model_rows(const model *m) {
 
 /* ---- sessions and replica steps ---- */
 
-static tf_session *open_session(tf_graph *g) {
-  char target[64];
-  snprintf(target, sizeof target, "%s", bc_procs[0].url);
-  tf_session_options o = {.target = target, .rpc_timeout_ms = 60000};
-  tf_status st;
-  tf_status_init(&st);
-  int64_t deadline = tf_ctl_now_ms() + BC_START_TIMEOUT_MS;
-  for (;;) {
-    tf_session *s = tf_session_new(g, &o, &st);
-    if (s != NULL) {
-      return s;
-    }
-    bc_check_daemons("while opening the session", st.msg);
-    if (tf_ctl_now_ms() > deadline) {
-      bc_die("remote session on %s: %s", target, st.msg);
-    }
-    tf_ctl_sleep_ms(100);
-  }
-}
 
 /* Runs the targets "<name>/<what>_<k>" for every shard k. */
 static void run_shards(tf_session *s, const model *m, const char *what) {
@@ -723,7 +704,7 @@ static void bench_null_steps(int workers, result *res) {
   for (int i = 0; i < N_MODELS; i++) {
     add_model(g, &m[i], workers);
   }
-  tf_session *s = open_session(g);
+  tf_session *s = bc_open_session(60000, g);
   uint64_t seed = 100 * (uint64_t)workers;
   res[SCALAR] = bench_dense(s, &m[SCALAR], workers, SCALAR_WARMUP, SCALAR_STEPS, seed);
   print_result(m[SCALAR].name, workers, res[SCALAR]);

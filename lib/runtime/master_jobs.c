@@ -147,8 +147,13 @@ static nng_msg *info_reply(tf_master *m, const tf_wire_msg *req, tf_job *j,
   return msg;
 }
 
-static tf_code not_found(const char *id, tf_status *st) {
-  return tf_status_set(st, TF_NOT_FOUND, "no job '%s' (tfctl jobs lists them)", id);
+/* The job `id` (under jobs_mu), or NULL with st NOT_FOUND. */
+static tf_job *find_or_fail(tf_master *m, const char *id, tf_status *st) {
+  tf_job *j = find(m, id);
+  if (j == NULL) {
+    tf_status_set(st, TF_NOT_FOUND, "no job '%s' (tfctl jobs lists them)", id);
+  }
+  return j;
 }
 
 nng_msg *tf__ms_list_jobs(tf_master *m, const tf_wire_msg *req, tf_status *st) {
@@ -182,11 +187,8 @@ nng_msg *tf__ms_job_status(tf_master *m, const tf_wire_msg *req, tf_status *st) 
     return NULL;
   }
   pthread_mutex_lock(&m->jobs_mu);
-  tf_job *j = find(m, r.job);
+  tf_job *j = find_or_fail(m, r.job, st);
   nng_msg *msg = j ? info_reply(m, req, j, st) : NULL;
-  if (j == NULL) {
-    not_found(r.job, st);
-  }
   pthread_mutex_unlock(&m->jobs_mu);
   tf_msg_job_status_req_fini(&r);
   return msg;
@@ -198,11 +200,9 @@ nng_msg *tf__ms_job_control(tf_master *m, const tf_wire_msg *req, tf_status *st)
     return NULL;
   }
   pthread_mutex_lock(&m->jobs_mu);
-  tf_job *j = find(m, r.job);
+  tf_job *j = find_or_fail(m, r.job, st);
   nng_msg *msg = NULL;
-  if (j == NULL) {
-    not_found(r.job, st);
-  } else if (tf_job_control(j, r.action, r.steps, st) == TF_OK) {
+  if (j != NULL && tf_job_control(j, r.action, r.steps, st) == TF_OK) {
     tf_log(LOG_INFO, "job %s: %s", r.job, r.action);
     msg = info_reply(m, req, j, st);
   }
@@ -217,11 +217,9 @@ nng_msg *tf__ms_job_logs(tf_master *m, const tf_wire_msg *req, tf_status *st) {
     return NULL;
   }
   pthread_mutex_lock(&m->jobs_mu);
-  tf_job *j = find(m, r.job);
+  tf_job *j = find_or_fail(m, r.job, st);
   nng_msg *msg = NULL;
-  if (j == NULL) {
-    not_found(r.job, st);
-  } else {
+  if (j != NULL) {
     char **lines = NULL;
     tf_msg_job_logs_reply b;
     memset(&b, 0, sizeof b);
