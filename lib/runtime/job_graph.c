@@ -519,6 +519,9 @@ tf_code tf_job_graph_build(const tf_job_spec *s, const tf_job_graph_options *o,
   b.keep = tf__xcalloc((size_t)o->workers, sizeof *b.keep);
   jg->keep = b.keep;
   tf_code code = s->has_model ? build_all(&b) : tf__job_graph_from_file(s, o, jg, st);
+  if (code == TF_OK) {
+    code = tf__job_graph_add_checkpoint(jg, st);
+  }
   tf_job_vars_free(b.vars);
   tf_optimizer_free(b.opt);
   free(b.accs);
@@ -565,6 +568,11 @@ void tf_job_graph_free(tf_job_graph *jg) {
   free(jg->close);
   free(jg->init);
   free(jg->global_step);
+  free_strs(jg->shard_files, jg->n_shards);
+  free_strs(jg->shard_feeds, jg->n_shards);
+  free(jg->save);
+  free(jg->restore);
+  free(jg->resync);
   free(jg->eval_images);
   free(jg->eval_labels);
   free(jg->eval_loss);

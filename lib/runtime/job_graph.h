@@ -32,6 +32,10 @@
  *   eval/images, eval/labels                placeholders of the eval replica
  *   eval/loss, eval/<metric>                (prefix "eval/", dropout off)
  *   global_step, init
+ *   checkpoint/save, checkpoint/restore     every shard's SaveV2 / RestoreV2
+ *   checkpoint/prefix_<k>                   shard k's path (string feed)
+ *   checkpoint/resync                       sync: local steps and
+ *                                           accumulators := global step
  */
 #ifndef TF_RUNTIME_JOB_GRAPH_H
 #define TF_RUNTIME_JOB_GRAPH_H
@@ -77,6 +81,14 @@ typedef struct tf_job_graph {
   char **var_devices;   /* [n_vars]: where each variable went */
   int n_vars;
   void **keep;          /* [workers] the pipelines' file lists */
+  /* Checkpoints (docs/checkpoint.md): one shard per task holding
+   * variables. Run `save` or `restore` feeding shard_feeds[k] the path of
+   * shard k (a string scalar: <checkpoint>/<shard_files[k]>). */
+  int n_shards;
+  char **shard_files;   /* [n_shards] "ps-0.shard" */
+  char **shard_feeds;   /* [n_shards] placeholders */
+  char *save, *restore; /* targets */
+  char *resync;         /* sync: run after restore; NULL for async */
 } tf_job_graph;
 
 /* Builds s's training graph (s->has_model and s->input.present, else

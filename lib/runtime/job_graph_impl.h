@@ -25,4 +25,11 @@ void tf__job_set_container(tf_graph *g, const char *c);
 tf_code tf__job_graph_from_file(const tf_job_spec *s, const tf_job_graph_options *o,
                                 tf_job_graph *jg, tf_status *st);
 
+/* Adds the checkpoint nodes of jg (job_graph.h: save, restore, resync,
+ * shard_files, shard_feeds) for every VariableV2 of jg->g but the sync
+ * replicas' local steps, grouped by the task in the variable's device
+ * (every node has one: tf__job_pin_devices). Builder errors pass
+ * through. */
+tf_code tf__job_graph_add_checkpoint(tf_job_graph *jg, tf_status *st);
+
 #endif

@@ -31,6 +31,7 @@ static void fail(tf_job *j, const tf_status *st) {
   pthread_mutex_lock(&j->mu);
   if (j->error == NULL) {
     j->error = tf__xstrdup(st->msg);
+    j->error_code = st->code;
   }
   j->stop = true;
   pthread_cond_broadcast(&j->cv);
@@ -88,6 +89,18 @@ static void progress(tf_job *j, int64_t step, char *line, size_t size) {
     }
   }
   pthread_cond_broadcast(&j->cv);
+}
+
+/* The first update after a recovery: how long since the tasks were up. */
+static void note_recovered(tf_job *j) {
+  pthread_mutex_lock(&j->mu);
+  int64_t t = j->recover_ns;
+  j->recover_ns = 0;
+  pthread_mutex_unlock(&j->mu);
+  if (t != 0) {
+    tf__job_log(j, "recovered: stepping again %.0f ms after the tasks were up",
+                (double)(tf__job_now_ns() - t) / 1e6);
+  }
 }
 
 static void note_loss(tf_job *j, double loss) {
@@ -178,22 +191,32 @@ static tf_code maybe_evaluate(tf_job *j, tf_session *s, tf_status *st) {
 
 /* ---- the step loops --------------------------------------------------------------- */
 
-/* Waits while the job is paused without budget; false when it must end.
- * claim (async): takes one of the remaining updates. */
-static bool gate(tf_job *j, bool claim) {
+/* A checkpoint was asked for and not taken yet (under mu). */
+static bool ckpt_pending(const tf_job *j) { return j->ckpt_asked > j->ckpt_done; }
+
+enum { GATE_STOP = 0, GATE_GO = 1, GATE_CKPT = 2 };
+
+/* Waits while the job is paused without budget: GATE_STOP when it must
+ * end, GATE_CKPT when a paused job was asked for a checkpoint (want_ckpt),
+ * else GATE_GO. claim (async): takes one of the remaining updates. */
+static int gate(tf_job *j, bool claim, bool want_ckpt) {
   pthread_mutex_lock(&j->mu);
-  while (!j->stop && !j->cancel && j->paused && j->budget == 0) {
+  while (!j->stop && !j->cancel && j->paused && j->budget == 0 &&
+         !(want_ckpt && ckpt_pending(j))) {
     timed_wait(j, 200);
   }
   bool go = !j->stop && !j->cancel && (claim ? j->claimed : j->step) < j->steps;
-  if (go && j->paused) {
+  int r = go ? GATE_GO : GATE_STOP;
+  if (go && j->paused && j->budget == 0) {
+    r = GATE_CKPT;
+  } else if (go && j->paused) {
     j->budget--;
   }
-  if (go && claim) {
+  if (r == GATE_GO && claim) {
     j->claimed++;
   }
   pthread_mutex_unlock(&j->mu);
-  return go;
+  return r;
 }
 
 static bool stopping(tf_job *j) {
@@ -221,16 +244,25 @@ static void *replica_main(void *arg) {
   tf_run_options ro = {0};
   tf_status st;
   tf_status_init(&st);
-  while (sync ? !stopping(j) : gate(j, true)) {
+  while (sync ? !stopping(j) : gate(j, true, false) == GATE_GO) {
     tf_tensor *out[2] = {NULL, NULL};
     tf_code code = tf_session_run(a->s, &ro, NULL, NULL, 0, fetch, out,
                                   sync ? 1 : 2, &target, 1, NULL, &st);
     if (code != TF_OK) {
-      if (!stopping(j)) {
-        tf_status_prefix(&st, "replica %d (%s)", a->i, j->workers[a->i]);
-        fail(j, &st);
-        tf__job_abort(j);
+      if (stopping(j)) {
+        break;
       }
+      tf_status_prefix(&st, "replica %d (%s)", a->i, j->workers[a->i]);
+      if (!sync) {
+        pthread_mutex_lock(&j->mu);
+        j->claimed--; /* the update was not made */
+        pthread_mutex_unlock(&j->mu);
+      }
+      if (tf__job_replica_wait(j, a->i, &st)) {
+        continue;
+      }
+      fail(j, &st);
+      tf__job_abort(j);
       break;
     }
     note_loss(j, scalar_of(out[0]));
@@ -242,6 +274,7 @@ static void *replica_main(void *arg) {
       pthread_mutex_lock(&j->mu);
       progress(j, j->step + 1, line, sizeof line);
       pthread_mutex_unlock(&j->mu);
+      note_recovered(j);
       if (line[0]) {
         tf__job_log(j, "%s", line);
       }
@@ -252,12 +285,21 @@ static void *replica_main(void *arg) {
   return NULL;
 }
 
-/* Sync: the chief's updates until the last step. */
+/* Sync: the chief's updates until the last step, checkpoints between
+ * them (the variables change only in the chief's update: consistent). */
 static tf_code chief_loop(tf_job *j, tf_session *s, tf_status *st) {
   const tf_job_graph *jg = j->jg;
   const char *fetch = jg->update_step, *target = jg->update;
   tf_run_options ro = {0};
-  while (gate(j, false)) {
+  for (;;) {
+    TF_TRY(tf__job_maybe_save(j, s, false, st));
+    int g = gate(j, false, true);
+    if (g == GATE_STOP) {
+      return TF_OK;
+    }
+    if (g == GATE_CKPT) {
+      continue;
+    }
     tf_tensor *out = NULL;
     if (tf_session_run(s, &ro, NULL, NULL, 0, &fetch, &out, 1, &target, 1,
                        NULL, st) != TF_OK) {
@@ -268,15 +310,16 @@ static tf_code chief_loop(tf_job *j, tf_session *s, tf_status *st) {
     progress(j, (int64_t)scalar_of(out), line, sizeof line);
     pthread_mutex_unlock(&j->mu);
     tf_tensor_unref(out);
+    note_recovered(j);
     if (line[0]) {
       tf__job_log(j, "%s", line);
     }
     TF_TRY(maybe_evaluate(j, s, st));
   }
-  return TF_OK;
 }
 
-/* Async: waits for the replicas' updates, evaluating on the way. */
+/* Async: waits for the replicas' updates, evaluating and checkpointing on
+ * the way (a checkpoint's variables may be some updates apart). */
 static tf_code monitor_loop(tf_job *j, tf_session *s, tf_status *st) {
   for (;;) {
     pthread_mutex_lock(&j->mu);
@@ -287,20 +330,25 @@ static tf_code monitor_loop(tf_job *j, tf_session *s, tf_status *st) {
       return TF_OK;
     }
     TF_TRY(maybe_evaluate(j, s, st));
+    TF_TRY(tf__job_maybe_save(j, s, false, st));
   }
 }
 
 /* ---- the job's thread ------------------------------------------------------------- */
 
-/* The graph, the total of steps and the test set. */
-static tf_code prepare(tf_job *j, tf_status *st) {
-  const tf_job_spec *s = j->spec;
+static tf_code build_graph(tf_job *j, tf_status *st) {
   tf_job_graph_options o = {.workers = j->n_workers,
                             .worker_devices = (const char *const *)j->workers,
                             .n_ps = j->n_ps,
                             .ps_devices = (const char *const *)j->ps,
                             .container = j->id};
-  TF_TRY(tf_job_graph_build(s, &o, &j->jg, st));
+  return tf_job_graph_build(j->spec, &o, &j->jg, st);
+}
+
+/* The graph, the total of steps and the test set. */
+static tf_code prepare(tf_job *j, tf_status *st) {
+  const tf_job_spec *s = j->spec;
+  TF_TRY(build_graph(j, st));
   int64_t steps = s->steps;
   if (steps == 0) {
     int64_t per = -1;
@@ -321,13 +369,55 @@ static tf_code prepare(tf_job *j, tf_status *st) {
   }
   pthread_mutex_lock(&j->mu);
   j->steps = steps;
-  j->next_log = s->log_every_steps;
-  j->next_eval = s->eval_every_steps;
   pthread_mutex_unlock(&j->mu);
   return TF_OK;
 }
 
-/* The session on the master, its variables initialized, the pipelines on. */
+/* The job's counters from global step `step` on (a start or a restore). */
+static void set_step(tf_job *j, int64_t step) {
+  const tf_job_spec *s = j->spec;
+  pthread_mutex_lock(&j->mu);
+  j->step = j->claimed = j->rate_step = step;
+  j->rate_ns = j->ckpt_ns = tf__job_now_ns();
+  j->next_log = (step / s->log_every_steps + 1) * s->log_every_steps;
+  j->next_eval = s->eval_every_steps > 0
+                     ? (step / s->eval_every_steps + 1) * s->eval_every_steps
+                     : 0;
+  if (!j->ckpt_path) {
+    j->ckpt_step = step;
+  }
+  pthread_mutex_unlock(&j->mu);
+}
+
+/* The latest checkpoint (or the one tfctl restore asked for) into the
+ * freshly initialized variables; none: the job starts from step 0. */
+static tf_code restore(tf_job *j, tf_session *s, tf_status *st) {
+  pthread_mutex_lock(&j->mu);
+  char *want = j->restore_req;
+  j->restore_req = NULL;
+  pthread_mutex_unlock(&j->mu);
+  int64_t step = 0;
+  tf_code code = TF_OK;
+  if (j->spec->checkpoint) {
+    code = tf__job_restore(j, s, want, &step, st);
+    if (code == TF_NOT_FOUND && want == NULL) {
+      tf__job_log(j, "no checkpoint in %s: starting at step 0",
+                  j->spec->checkpoint_dir);
+      tf_status_init(st);
+      code = TF_OK;
+    }
+  } else if (j->recoveries > 0) {
+    tf__job_log(j, "no checkpoint section: starting over at step 0");
+  }
+  free(want);
+  if (code == TF_OK) {
+    set_step(j, step);
+  }
+  return code;
+}
+
+/* The session on the master, its variables initialized (and restored),
+ * the pipelines on. */
 static tf_code open_session(tf_job *j, tf_status *st) {
   tf_session_options so = {.target = j->master_url,
                            .rpc_timeout_ms = j->rpc_timeout_ms};
@@ -348,6 +438,8 @@ static tf_code open_session(tf_job *j, tf_status *st) {
       TF_OK) {
     return tf_status_prefix(st, "initializing the variables");
   }
+  TF_TRY(restore(j, s, st));
+  tf__job_note_incarnations(j);
   for (int i = 0; i < j->n_workers; i++) {
     TF_TRY(tf_input_pipeline_start(j->jg->inputs[i], s, st));
   }
@@ -376,12 +468,15 @@ static void stop_replicas(tf_job *j, tf_session *s, pthread_t *threads, int n) {
 
 static tf_code train(tf_job *j, tf_session *s, tf_status *st) {
   pthread_mutex_lock(&j->mu);
-  j->started_ns = j->rate_ns = tf__job_now_ns();
+  if (j->started_ns == 0) {
+    j->started_ns = tf__job_now_ns();
+  }
   bool paused = j->paused;
   pthread_mutex_unlock(&j->mu);
   tf__job_set_state(j, paused ? TF_JOB_PAUSED : TF_JOB_RUNNING);
-  tf__job_log(j, "training: %lld steps of %lld examples per worker",
-              (long long)j->steps, (long long)j->spec->input.batch_size);
+  tf__job_log(j, "training: steps %lld to %lld, %lld examples per worker and step",
+              (long long)j->step, (long long)j->steps,
+              (long long)j->spec->input.batch_size);
   int n = j->n_workers;
   pthread_t *threads = tf__xcalloc((size_t)n, sizeof *threads);
   replica_arg *args = tf__xcalloc((size_t)n, sizeof *args);
@@ -403,36 +498,50 @@ static tf_code train(tf_job *j, tf_session *s, tf_status *st) {
   return code;
 }
 
-static tf_code run(tf_job *j, tf_status *st) {
-  TF_TRY(prepare(j, st));
-  TF_TRY(open_session(j, st));
-  TF_TRY(train(j, j->sess, st));
-  pthread_mutex_lock(&j->mu);
-  bool eval = j->spec->eval && j->spec->eval_at_end && !j->cancel &&
-              j->error == NULL && j->step >= j->steps;
-  pthread_mutex_unlock(&j->mu);
-  return eval ? evaluate(j, j->sess, st) : TF_OK;
+/* Whether a restart may mend a failure with this code (a task killed,
+ * cut off, or back without its variables); not a bad spec or file. */
+static bool mendable(tf_code code) {
+  return code != TF_OK && code != TF_INVALID_ARGUMENT && code != TF_UNIMPLEMENTED &&
+         code != TF_OUT_OF_RANGE && code != TF_DATA_LOSS;
 }
 
-/* Frees the job's state on the tasks (its container), with s or, when
- * that was closed, a session of its own. */
-static void drop_container(tf_job *j, tf_session *s) {
-  tf_status st;
-  tf_status_init(&st);
-  tf_graph *g = NULL;
-  tf_session *own = NULL;
-  if (s == NULL) {
-    g = tf_graph_new();
-    tf_session_options so = {.target = j->master_url,
-                             .rpc_timeout_ms = j->rpc_timeout_ms};
-    s = own = tf_session_new(g, &so, &st);
+static tf_code attempt(tf_job *j, tf_status *st) {
+  TF_TRY(open_session(j, st));
+  return train(j, j->sess, st);
+}
+
+/* Attempts until the job ends; recovers in between (job_recover.c). */
+static tf_code run(tf_job *j, tf_status *st) {
+  TF_TRY(prepare(j, st));
+  for (;;) {
+    tf_code code = attempt(j, st);
+    pthread_mutex_lock(&j->mu);
+    if (code != TF_OK && j->error == NULL) {
+      j->error = tf__xstrdup(st->msg);
+      j->error_code = code;
+    }
+    bool again = !j->cancel && !j->suspend &&
+                 (j->restore_req != NULL ||
+                  (j->error != NULL && mendable(j->error_code)));
+    bool failed = j->error != NULL, suspend = j->suspend && !j->cancel;
+    pthread_mutex_unlock(&j->mu);
+    if (suspend && !failed) {
+      return tf__job_maybe_save(j, j->sess, true, st);
+    }
+    if (!again) {
+      break;
+    }
+    tf_status_init(st);
+    TF_TRY(tf__job_recover(j, st));
+    TF_TRY(build_graph(j, st));
   }
-  const char *c = j->id;
-  if (s == NULL || tf_session_reset(s, &c, 1, &st) != TF_OK) {
-    tf__job_log(j, "dropping container %s on the tasks failed: %s", c, st.msg);
+  pthread_mutex_lock(&j->mu);
+  bool done = !j->cancel && j->error == NULL && j->step >= j->steps;
+  pthread_mutex_unlock(&j->mu);
+  if (done && j->spec->eval && j->spec->eval_at_end) {
+    TF_TRY(evaluate(j, j->sess, st));
   }
-  tf_session_free(own);
-  tf_graph_free(g);
+  return done ? tf__job_maybe_save(j, j->sess, j->spec->checkpoint, st) : TF_OK;
 }
 
 /* Stops the pipelines, closes the session and settles the final state. */
@@ -440,38 +549,32 @@ static void finish(tf_job *j, tf_code code, const tf_status *st) {
   if (code != TF_OK) {
     fail(j, st);
   }
-  for (int i = 0; j->jg != NULL && i < j->n_workers; i++) {
-    tf_status ps;
-    if (j->jg->inputs[i] != NULL) {
-      tf_input_pipeline_stop(j->jg->inputs[i], PIPELINE_STOP_MS, &ps);
-    }
-  }
-  pthread_mutex_lock(&j->sess_mu);
-  tf_session *s = j->sess;
-  j->sess = NULL;
-  bool aborted = j->aborted;
-  j->aborted = true;
-  pthread_mutex_unlock(&j->sess_mu);
-  if (s != NULL && !j->spec->keep_variables) {
-    drop_container(j, aborted ? NULL : s);
-  }
-  tf_session_free(s);
-  tf_job_graph_free(j->jg);
-  j->jg = NULL;
+  pthread_mutex_lock(&j->mu);
+  bool resumable = j->suspend && !j->cancel && j->error == NULL &&
+                   j->spec->checkpoint;
+  pthread_mutex_unlock(&j->mu);
+  tf__job_teardown(j, !j->spec->keep_variables && !resumable);
   tf_tensor_unref(j->test_images);
   tf_tensor_unref(j->test_labels);
   j->test_images = j->test_labels = NULL;
   pthread_mutex_lock(&j->mu);
-  tf_job_state end = j->cancel ? TF_JOB_CANCELLED
-                     : j->error != NULL ? TF_JOB_FAILED : TF_JOB_DONE;
+  tf_job_state end = j->cancel || j->suspend ? TF_JOB_CANCELLED
+                     : j->error != NULL      ? TF_JOB_FAILED
+                                             : TF_JOB_DONE;
   j->ended_ns = tf__job_now_ns();
   char *error = j->error ? tf__xstrdup(j->error) : NULL;
   pthread_mutex_unlock(&j->mu);
   if (end == TF_JOB_FAILED) {
     tf__job_log(j, "failed: %s", error);
+  } else if (resumable) {
+    tf__job_log(j, "suspended at step %lld: resumes from %s when the master "
+                "starts again", (long long)j->ckpt_step, j->ckpt_path);
   }
   free(error);
   tf__job_set_state(j, end);
+  if (j->on_end != NULL) {
+    j->on_end(j->cb_arg, j->id, resumable);
+  }
 }
 
 void *tf__job_main(void *arg) {

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "lib/core/base/util.h"
+#include "lib/runtime/ckpt_dir.h"
 #include "lib/runtime/job_run_impl.h"
 #include "lib/runtime/log.h"
 
@@ -107,6 +108,10 @@ void tf_job_info_get(tf_job *j, tf_job_info *out) {
              j->metric_names[i]);
     out->metric_values[i] = j->metric_values[i];
   }
+  out->recoveries = j->recoveries;
+  snprintf(out->checkpoint, sizeof out->checkpoint, "%s",
+           j->ckpt_path ? j->ckpt_path : "");
+  out->checkpoint_step = j->ckpt_path ? j->ckpt_step : 0;
   out->n_replicas = j->sent != NULL ? j->n_workers : 0;
   for (int i = 0; i < out->n_replicas; i++) {
     out->replica_steps[i] = j->sent[i];
@@ -162,6 +167,112 @@ tf_code tf_job_control(tf_job *j, const char *action, int64_t steps,
     tf__job_log(j, "step: %lld more updates", (long long)steps);
   }
   return TF_OK;
+}
+
+/* ---- checkpoints ------------------------------------------------------------- */
+
+const char *tf_job_checkpoint_dir(const tf_job *j) {
+  return j->spec->checkpoint ? j->spec->checkpoint_dir : NULL;
+}
+
+static tf_code can_checkpoint(tf_job *j, tf_status *st) {
+  if (!j->spec->checkpoint) {
+    return tf_status_set(st, TF_FAILED_PRECONDITION, "job %s has no "
+                         "checkpoint section (checkpoint.dir) in its spec", j->id);
+  }
+  if (tf_job_state_final(j->state)) {
+    return tf_status_set(st, TF_FAILED_PRECONDITION, "job %s is %s", j->id,
+                         tf_job_state_name(j->state));
+  }
+  return TF_OK;
+}
+
+tf_code tf_job_checkpoint(tf_job *j, int64_t timeout_ms, char **path,
+                          tf_status *st) {
+  *path = NULL;
+  pthread_mutex_lock(&j->mu);
+  tf_code code = can_checkpoint(j, st);
+  if (code == TF_OK && j->state != TF_JOB_RUNNING && j->state != TF_JOB_PAUSED) {
+    code = tf_status_set(st, TF_FAILED_PRECONDITION, "job %s is %s; a checkpoint "
+                         "is taken between steps of a running or paused job",
+                         j->id, tf_job_state_name(j->state));
+  }
+  int64_t seq = ++j->ckpt_asked;
+  pthread_cond_broadcast(&j->cv);
+  int64_t end = tf__job_now_ns() + timeout_ms * 1000000;
+  while (code == TF_OK && j->ckpt_done < seq && !j->thread_done &&
+         tf__job_now_ns() < end) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+  }
+  if (code == TF_OK && j->ckpt_done < seq) {
+    code = tf_status_set(st, j->thread_done ? TF_FAILED_PRECONDITION
+                                            : TF_DEADLINE_EXCEEDED,
+                         "job %s took no checkpoint in %lld ms%s", j->id,
+                         (long long)timeout_ms, j->thread_done ? " (it ended)" : "");
+  } else if (code == TF_OK && j->ckpt_answer_code != TF_OK) {
+    code = tf_status_set(st, j->ckpt_answer_code, "%s", j->ckpt_answer + 1);
+  } else if (code == TF_OK) {
+    *path = tf__xstrdup(j->ckpt_answer);
+  }
+  pthread_mutex_unlock(&j->mu);
+  return code;
+}
+
+tf_code tf_job_restore(tf_job *j, const char *ckpt, char **note, tf_status *st) {
+  *note = NULL;
+  pthread_mutex_lock(&j->mu);
+  tf_code code = can_checkpoint(j, st);
+  pthread_mutex_unlock(&j->mu);
+  TF_TRY(code);
+  tf_ckpt_manifest m = {0};
+  if (ckpt == NULL || ckpt[0] == '\0') {
+    TF_TRY(tf_ckpt_latest(j->spec->checkpoint_dir, &m, note, st));
+  } else {
+    char *p = strchr(ckpt, '/') ? tf__xstrdup(ckpt)
+                                : tf__xasprintf("%s/%s", j->spec->checkpoint_dir, ckpt);
+    code = tf_ckpt_verify(p, &m, st);
+    free(p);
+    TF_TRY(code);
+  }
+  char *msg = tf__xasprintf("restoring %s (step %lld)%s%s", m.path,
+                            (long long)m.step, *note ? "; " : "", *note ? *note : "");
+  free(*note);
+  *note = msg;
+  pthread_mutex_lock(&j->mu);
+  code = can_checkpoint(j, st);
+  if (code == TF_OK) {
+    free(j->restore_req);
+    j->restore_req = tf__xstrdup(m.path);
+    j->stop = true;
+    pthread_cond_broadcast(&j->cv);
+  }
+  pthread_mutex_unlock(&j->mu);
+  tf_ckpt_manifest_fini(&m);
+  TF_TRY(code);
+  tf__job_log(j, "%s", msg);
+  tf__job_abort(j);
+  return TF_OK;
+}
+
+void tf_job_suspend(tf_job *j) {
+  pthread_mutex_lock(&j->mu);
+  bool final = tf_job_state_final(j->state);
+  if (!final) {
+    j->suspend = true;
+    j->stop = true;
+    pthread_cond_broadcast(&j->cv);
+  }
+  pthread_mutex_unlock(&j->mu);
+  if (!final) {
+    tf__job_log(j, "suspending: the master is shutting down");
+  }
 }
 
 /* ---- start and stop ----------------------------------------------------------- */
@@ -230,7 +341,12 @@ tf_code tf_job_start(tf_job_spec *spec, const char *id, const tf_job_cluster *c,
   j->sent = tf__xcalloc((size_t)j->n_workers, sizeof *j->sent);
   j->n_ps = spec->replication.ps_tasks ? spec->replication.ps_tasks : c->n_ps;
   j->ps = dup_strs(c->ps_devices, j->n_ps);
+  j->inc_workers = tf__xcalloc((size_t)j->n_workers + 1, sizeof *j->inc_workers);
+  j->inc_ps = tf__xcalloc((size_t)j->n_ps + 1, sizeof *j->inc_ps);
   j->rpc_timeout_ms = c->rpc_timeout_ms;
+  j->health = c->health;
+  j->on_end = c->on_end;
+  j->cb_arg = c->cb_arg;
   j->loss = NAN;
   j->submitted_ms = (int64_t)time(NULL) * 1000;
   tf__job_log(j, "submitted: %s, %s, %d worker(s), %d ps task(s)", spec->path,
@@ -258,6 +374,10 @@ bool tf_job_stop(tf_job *j, int64_t timeout_ms) {
   if (!final) {
     tf__job_abort(j);
   }
+  return tf_job_wait(j, timeout_ms);
+}
+
+bool tf_job_wait(tf_job *j, int64_t timeout_ms) {
   int64_t end = tf__job_now_ns() + timeout_ms * 1000000;
   pthread_mutex_lock(&j->mu);
   while (!j->thread_done && (timeout_ms < 0 || tf__job_now_ns() < end)) {
@@ -293,6 +413,12 @@ void tf_job_free(tf_job *j) {
   free(j->sent);
   free_strs(j->ps, j->n_ps);
   free(j->error);
+  free(j->ckpt_path);
+  free(j->ckpt_answer);
+  free(j->restore_req);
+  free(j->last_recovery);
+  free(j->inc_workers);
+  free(j->inc_ps);
   free(j->id);
   free(j->master_url);
   tf_job_spec_free(j->spec);

@@ -21,9 +21,19 @@
  * States: queued (the thread has not connected yet) -> running <-> paused
  * -> done | failed | cancelled. Pause stops the updates between two steps
  * (sync: the chief stops, replicas wait for their tokens; async: every
- * replica stops); `step N` lets a paused job make N more updates. A
- * failed step (a task down, a bad file) fails the job with that error;
- * cancel aborts the steps in flight by closing the session. */
+ * replica stops); `step N` lets a paused job make N more updates.
+ * Cancel aborts the steps in flight by closing the session.
+ *
+ * Checkpoints (docs/checkpoint.md) are taken between steps per the spec's
+ * checkpoint section, on request, at the end and on suspension; a job
+ * starts from the latest good checkpoint of its directory when there is
+ * one. Recovery: a failed step (a task killed or cut off, a ps that came
+ * back empty) moves the job to recovering: the session is closed, the
+ * job waits (recovery.wait_seconds) for every task to be up, drops its
+ * container, opens a new session, restores the latest checkpoint (or
+ * starts over without one) and goes on. After recovery.max_attempts
+ * recoveries, or for errors no restart mends (a bad spec, a bad file),
+ * the job fails with the reason. */
 #ifndef TF_RUNTIME_JOB_RUN_H
 #define TF_RUNTIME_JOB_RUN_H
 
@@ -53,6 +63,14 @@ const char *tf_job_state_name(tf_job_state s);
 /* done, failed or cancelled. */
 bool tf_job_state_final(tf_job_state s);
 
+/* The health of the tasks a job runs on, as the master's heartbeats see
+ * it. */
+typedef struct tf_job_health {
+  /* The incarnation of the task of device dev while it is up, else 0. */
+  uint64_t (*incarnation)(void *arg, const char *dev);
+  void *arg;
+} tf_job_health;
+
 /* The cluster a job runs on (copied by tf_job_start). */
 typedef struct tf_job_cluster {
   const char *master_url;          /* the session's target */
@@ -61,6 +79,12 @@ typedef struct tf_job_cluster {
   int n_ps;
   const char *const *ps_devices;   /* [n_ps] */
   int64_t rpc_timeout_ms;          /* control calls of the session */
+  tf_job_health health;            /* incarnation NULL: tasks assumed up */
+  /* Called once from the job's thread when it ends; resumable: it was
+   * suspended (tf_job_suspend) and its checkpoint can resume it. NULL:
+   * nothing is called. */
+  void (*on_end)(void *arg, const char *id, bool resumable);
+  void *cb_arg;
 } tf_job_cluster;
 
 /* A snapshot of a job (tf_job_info_get). */
@@ -80,6 +104,9 @@ typedef struct tf_job_info {
   int n_metrics;
   char metric_names[TF_JOB_INFO_METRICS][TF_JOB_NAME_MAX + 8];
   double metric_values[TF_JOB_INFO_METRICS];
+  int recoveries;            /* automatic recoveries so far */
+  char checkpoint[TF_JOB_LOG_LINE_MAX]; /* newest written or restored, "" */
+  int64_t checkpoint_step;
   int n_replicas;                       /* = workers once started, else 0 */
   int64_t replica_steps[TF_JOB_WORKERS_MAX]; /* steps each replica finished */
 } tf_job_info;
@@ -103,6 +130,29 @@ const char *tf_job_id(const tf_job *j);
 tf_code tf_job_control(tf_job *j, const char *action, int64_t steps,
                        tf_status *st);
 
+/* Takes a checkpoint between two steps and waits up to timeout_ms for
+ * it; *path gets it (free()). FAILED_PRECONDITION when the job has no
+ * checkpoint section or is not running or paused; DEADLINE_EXCEEDED;
+ * the save's error. */
+tf_code tf_job_checkpoint(tf_job *j, int64_t timeout_ms, char **path,
+                          tf_status *st);
+
+/* Makes the job go back to checkpoint ckpt (NULL or "": the latest good
+ * one): its steps in flight are aborted and the job restores it and goes
+ * on from its step, as after a recovery (not counted as one). The
+ * checkpoint is checked first: DATA_LOSS or NOT_FOUND naming it;
+ * FAILED_PRECONDITION when the job is final or has no checkpoints. *note
+ * (free(); may be NULL) says which checkpoint, and what was skipped. */
+tf_code tf_job_restore(tf_job *j, const char *ckpt, char **note, tf_status *st);
+
+/* The job's checkpoint directory (NULL when it has none). */
+const char *tf_job_checkpoint_dir(const tf_job *j);
+
+/* Asks a running job to checkpoint and end without dropping its state, so
+ * that a master started again resumes it (on_end gets resumable); a job
+ * without checkpoints is cancelled. Returns at once. */
+void tf_job_suspend(tf_job *j);
+
 /* Log lines from number `from` on (at most max): *first is the number of
  * (*lines)[0] (> from when older ones were dropped), *next the number to
  * ask from next. The caller frees each line and the array. */
@@ -112,6 +162,9 @@ int tf_job_logs(tf_job *j, int64_t from, int max, char ***lines, int64_t *first,
 /* Cancels (if not final) and waits up to timeout_ms for the thread; true
  * when it ended. */
 bool tf_job_stop(tf_job *j, int64_t timeout_ms);
+/* Waits up to timeout_ms (< 0: forever) for the job's thread to end; true
+ * when it did. */
+bool tf_job_wait(tf_job *j, int64_t timeout_ms);
 /* Stops (waiting as long as it takes) and frees. NULL-safe. */
 void tf_job_free(tf_job *j);
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/base/crc32c.h"
 #include "lib/core/base/util.h"
 #include "lib/core/serialize/serialize_util.h"
 #include "lib/runtime/job_spec_impl.h"
@@ -116,6 +117,22 @@ static tf_code parse_checkpoint(tf__spec *c, const yaml_node_t *v,
   return TF_OK;
 }
 
+static tf_code parse_recovery(tf__spec *c, const yaml_node_t *v, tf_job_spec *s) {
+  static const char *const keys[] = {"max_attempts", "wait_seconds"};
+  yaml_node_t *f[2];
+  int64_t n;
+  TF_TRY(tf__spec_fields(c, v, "recovery", keys, 2, f));
+  if (f[0] != NULL) {
+    TF_TRY(tf__spec_int(c, f[0], "recovery.max_attempts", 0, 1000, "", &n));
+    s->recovery_max_attempts = (int)n;
+  }
+  if (f[1] != NULL) {
+    TF_TRY(tf__spec_int(c, f[1], "recovery.wait_seconds", 1, 86400, "",
+                        &s->recovery_wait_seconds));
+  }
+  return TF_OK;
+}
+
 static tf_code parse_replication(tf__spec *c, const yaml_node_t *v,
                                  tf_job_spec *s) {
   static const char *const keys[] = {"mode", "workers", "backup_workers",
@@ -162,10 +179,10 @@ static tf_code parse_replication(tf__spec *c, const yaml_node_t *v,
 /* ---- the top level ------------------------------------------------------- */
 
 enum { R_NAME, R_MODEL, R_GRAPH, R_INPUT, R_OPT, R_REPL, R_TRAIN, R_EVAL,
-       R_CKPT, R_COUNT };
+       R_CKPT, R_RECOVERY, R_COUNT };
 static const char *const root_keys[R_COUNT] = {
     "name", "model", "graph", "input", "optimizer", "replication", "train",
-    "eval", "checkpoint"};
+    "eval", "checkpoint", "recovery"};
 
 /* Required sections and the ones that exclude each other. */
 static tf_code check_sections(tf__spec *c, const yaml_node_t *root,
@@ -219,6 +236,8 @@ static void set_defaults(tf_job_spec *s) {
   s->log_every_steps = 100;
   s->eval_at_end = true;
   s->checkpoint_keep = 5;
+  s->recovery_max_attempts = 10;
+  s->recovery_wait_seconds = 300;
   s->replication.workers = 1;
   s->input.image_dtype = TF_UINT8;
   s->input.label_dtype = TF_UINT8;
@@ -268,6 +287,9 @@ static tf_code parse_root(tf__spec *c, const yaml_node_t *root,
   if (f[R_CKPT] != NULL) {
     TF_TRY(parse_checkpoint(c, f[R_CKPT], s));
   }
+  if (f[R_RECOVERY] != NULL) {
+    TF_TRY(parse_recovery(c, f[R_RECOVERY], s));
+  }
   return check_across(c, f, s);
 }
 
@@ -281,6 +303,10 @@ tf_code tf_job_spec_parse(const char *text, size_t len, const char *name,
   TF_TRY(tf__spec_load(&c, text, len, name, TF_JOB_SPEC_BYTES_MAX, st));
   tf_job_spec *s = tf__xcalloc(1, sizeof *s);
   s->path = tf__xstrdup(name);
+  s->text = tf__xcalloc(len + 1, 1);
+  memcpy(s->text, text, len);
+  s->text_len = len;
+  snprintf(s->hash, sizeof s->hash, "%08x", (unsigned)tf_crc32c(text, len));
   set_defaults(s);
   tf_code code = parse_root(&c, tf__spec_root(&c), s);
   tf__spec_fini(&c);
@@ -328,6 +354,7 @@ void tf_job_spec_free(tf_job_spec *s) {
   free(s->optimizer.schedule.boundaries);
   free(s->optimizer.schedule.values);
   free(s->checkpoint_dir);
+  free(s->text);
   free(s->name);
   free(s->path);
   free(s);

@@ -21,6 +21,7 @@
  *   train: {steps: 3000, log_every_steps: 100}
  *   eval: {every_steps: 1000}
  *   checkpoint: {dir: run/ckpt/fmnist, every_steps: 1000, keep: 5}
+ *   recovery: {max_attempts: 10, wait_seconds: 300}
  *
  * Unknown keys, wrong types, values out of range, lists or strings over
  * their caps (TF_JOB_*_MAX below) and missing required keys are
@@ -230,6 +231,11 @@ typedef struct tf_job_spec {
   int64_t checkpoint_every_steps;   /* one of the two is > 0 */
   int64_t checkpoint_every_seconds; /* default 600 when neither is given */
   int checkpoint_keep;              /* default 5 */
+  int recovery_max_attempts;        /* recoveries before FAILED; default 10 */
+  int64_t recovery_wait_seconds;    /* for the tasks to be up; default 300 */
+  char *text;                       /* the spec's text as given (NUL-ended) */
+  size_t text_len;
+  char hash[9];                     /* hex CRC32C of text */
 } tf_job_spec;
 
 /* Parses text (len bytes); name stands for the file in errors. */

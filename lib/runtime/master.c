@@ -541,6 +541,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   tf_master_tick(m); /* the first health round, at once */
   tf_log(LOG_INFO, "master serving on %s for %d task(s) of %s", m->url,
          m->n_tasks, spec->path);
+  tf__ms_registry_reload(m);
   *out = m;
   return TF_OK;
 }

@@ -12,6 +12,7 @@
 #include "lib/core/base/strmap.h"
 #include "lib/core/base/workqueue.h"
 #include "lib/core/graph/prune.h"
+#include "lib/runtime/job_spec.h"
 #include "lib/runtime/master.h"
 #include "lib/runtime/partition.h"
 #include "lib/runtime/placement.h"
@@ -198,8 +199,20 @@ nng_msg *tf__ms_list_jobs(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_status(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_control(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_logs(tf_master *m, const tf_wire_msg *req, tf_status *st);
-/* Refuses new jobs and cancels the active ones, waiting up to timeout_ms
- * for them to end (their threads use the master's server). */
+/* Starts a job from spec (taken in every case) as id ("<name>-<seq>"), or
+ * as a new id when id is NULL; records it (master_registry.c); out_id
+ * gets the id. */
+tf_code tf__ms_start_job(tf_master *m, tf_job_spec *spec, const char *id,
+                         uint64_t seq, char *out_id, size_t n, tf_status *st);
+/* The registry of resumable jobs (master_registry.c): add at submission
+ * (jobs with checkpoints, when the cluster has a checkpoint_dir), remove
+ * when a job ends for good, reload (start every recorded job) at start. */
+void tf__ms_registry_add(tf_master *m, const char *id, const tf_job_spec *spec);
+void tf__ms_registry_remove(tf_master *m, const char *id);
+void tf__ms_registry_reload(tf_master *m);
+/* Refuses new jobs, suspends those with checkpoints (they checkpoint and
+ * end, resumable) and cancels the others, waiting up to timeout_ms for
+ * them to end (their threads use the master's server). */
 void tf__ms_jobs_stop(tf_master *m, int64_t timeout_ms);
 /* Stops (waiting as long as it takes) and frees every job. */
 void tf__ms_jobs_free(tf_master *m);

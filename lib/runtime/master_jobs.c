@@ -66,28 +66,64 @@ static tf_code make_room(tf_master *m, tf_job **dropped, tf_status *st) {
   return TF_OK;
 }
 
-static tf_code start_job(tf_master *m, tf_job_spec *spec, char *id, size_t idsz,
-                         tf_status *st) {
+/* job_run.h's health: the incarnation of the task of device dev while
+ * the heartbeats see it up, else 0. */
+static uint64_t task_incarnation(void *arg, const char *dev) {
+  tf_master *m = arg;
+  for (int i = 0; i < m->n_tasks; i++) {
+    if (strcmp(m->tasks[i].device, dev) == 0) {
+      uint64_t inc = 0;
+      return tf__ms_task_up(m, i, &inc) ? inc : 0;
+    }
+  }
+  return 0;
+}
+
+static void job_ended(void *arg, const char *id, bool resumable) {
+  if (!resumable) {
+    tf__ms_registry_remove(arg, id);
+  }
+}
+
+tf_code tf__ms_start_job(tf_master *m, tf_job_spec *spec, const char *id,
+                         uint64_t seq, char *out_id, size_t n, tf_status *st) {
   const char *workers[TF_JOB_WORKERS_MAX], *ps[TF_JOB_PS_MAX];
   tf_job_cluster c = {.master_url = m->url,
                       .n_workers = job_devices(m, "worker", workers, TF_JOB_WORKERS_MAX),
                       .worker_devices = workers,
                       .n_ps = job_devices(m, "ps", ps, TF_JOB_PS_MAX),
                       .ps_devices = ps,
-                      .rpc_timeout_ms = m->spec->rpc_timeout_ms};
+                      .rpc_timeout_ms = m->spec->rpc_timeout_ms,
+                      .health = {.incarnation = task_incarnation, .arg = m},
+                      .on_end = job_ended,
+                      .cb_arg = m};
   tf_job *dropped = NULL, *j = NULL;
+  char own[TF_JOB_ID_MAX + 1];
   pthread_mutex_lock(&m->jobs_mu);
   tf_code code = m->draining_jobs
                      ? tf_status_set(st, TF_UNAVAILABLE, "the master at %s is "
                                      "shutting down", m->url)
                      : make_room(m, &dropped, st);
+  if (code == TF_OK && id != NULL && find(m, id) != NULL) {
+    code = tf_status_set(st, TF_ALREADY_EXISTS, "job %s exists", id);
+  }
   if (code == TF_OK) {
-    snprintf(id, idsz, "%s-%" PRIu64, spec->name, ++m->job_seq);
+    if (id == NULL) {
+      snprintf(own, sizeof own, "%s-%" PRIu64, spec->name, ++m->job_seq);
+      id = own;
+    } else if (seq > m->job_seq) {
+      m->job_seq = seq;
+    }
+    tf__ms_registry_add(m, id, spec);
     code = tf_job_start(spec, id, &c, &j, st);
     spec = NULL;
+    if (code != TF_OK) {
+      tf__ms_registry_remove(m, id);
+    }
   }
   if (code == TF_OK) {
     m->jobs[m->n_jobs++] = j;
+    snprintf(out_id, n, "%s", id);
   }
   pthread_mutex_unlock(&m->jobs_mu);
   tf_job_spec_free(spec);
@@ -105,7 +141,7 @@ nng_msg *tf__ms_submit_job(tf_master *m, const tf_wire_msg *req, tf_status *st) 
   nng_msg *msg = NULL;
   if (tf_job_spec_parse(r.spec, r.spec_len, r.name[0] ? r.name : "job.yaml",
                         &spec, st) == TF_OK &&
-      start_job(m, spec, id, sizeof id, st) == TF_OK) {
+      tf__ms_start_job(m, spec, NULL, 0, id, sizeof id, st) == TF_OK) {
     tf_log(LOG_INFO, "job %s submitted (%s)", id, r.name);
     tf_wire_writer *wr = tf__ms_reply_writer(m, req);
     tf_msg_submit_job_reply b = {.job = id};
@@ -252,9 +288,19 @@ void tf__ms_jobs_stop(tf_master *m, int64_t timeout_ms) {
   for (int i = 0; i < n; i++) {
     tf_job_info info;
     tf_job_info_get(jobs[i], &info);
-    if (!tf_job_state_final(info.state)) {
+    if (!tf_job_state_final(info.state) && tf_job_checkpoint_dir(jobs[i])) {
+      tf_log(LOG_NOTICE, "job %s: checkpointing and suspending (the master is "
+             "shutting down)", info.id);
+      tf_job_suspend(jobs[i]);
+    } else if (!tf_job_state_final(info.state)) {
       tf_log(LOG_NOTICE, "job %s: stopping (the master is shutting down)", info.id);
     }
+  }
+  for (int i = 0; i < n; i++) { /* the suspended ones first */
+    int64_t left = (end - tf__now_ns()) / 1000000;
+    tf_job_wait(jobs[i], left < 1 ? 1 : left);
+  }
+  for (int i = 0; i < n; i++) {
     int64_t left = (end - tf__now_ns()) / 1000000;
     tf_job_stop(jobs[i], left < 1 ? 1 : left);
   }
