@@ -33,7 +33,8 @@
  * msg_worker.c: the worker service's graph and step messages; msg_master.c:
  * the master's session and step messages; msg_status.c: GetStatus,
  * ListDevices, ClusterStatus; msg_job.c: the job methods (SubmitJob,
- * ListJobs, JobStatus, JobControl, JobLogs); msg_util.c: the shared
+ * ListJobs, JobStatus, JobControl, JobLogs, JobCheckpoints); msg_util.c:
+ * the shared
  * decoding helpers. */
 #ifndef TF_TRANSPORT_MESSAGES_H
 #define TF_TRANSPORT_MESSAGES_H
@@ -367,6 +368,8 @@ void tf_msg_cluster_status_reply_fini(tf_msg_cluster_status_reply *m);
 #define TF_MSG_MAX_JOB_METRICS 64           /* metrics of one job */
 #define TF_MSG_MAX_JOB_REPLICAS 1024        /* replica_steps of one job (= TF_JOB_WORKERS_MAX) */
 #define TF_MSG_MAX_LOG_LINES 4096           /* lines in one JobLogs reply */
+#define TF_MSG_MAX_CHECKPOINTS 1000         /* in a JobCheckpoints reply (= the most
+                                             * checkpoint.keep allows) */
 
 /* SubmitJob request {spec: bin (the YAML text, <= 1 MiB), name: str (the
  * file it came from, for error messages)}. */
@@ -392,13 +395,16 @@ typedef struct tf_msg_metric {
 /* A job as the master reports it: the JobStatus and JobControl reply body,
  * and each element of ListJobs' jobs:
  *   {job, name, state, mode, workers, step, steps, loss, steps_per_s,
- *    elapsed_ms, submitted_ms, error, metrics: [{name, value}]}
+ *    elapsed_ms, submitted_ms, error, metrics: [{name, value}],
+ *    replica_steps: [int], recoveries, checkpoint, checkpoint_step, note}
  * job, name and state are required when decoding; the others default to
  * "", 0, NaN (loss), "" and no metrics. state is one of queued, running,
  * paused, recovering, done, failed, cancelled (any str decodes; the
  * reader judges it). steps 0: the total is not known. metrics: the latest
  * evaluation ("test_accuracy", "test_loss", ...). replica_steps: how many
- * steps each replica finished (absent: none). */
+ * steps each replica finished (absent: none). recoveries, checkpoint,
+ * checkpoint_step and note came later: a peer that omits them decodes as
+ * 0 and "". */
 typedef struct tf_msg_job_info {
   const char *job;       /* the id, e.g. "fmnist-mlp-sync-1" */
   const char *name;      /* the spec's name */
@@ -416,6 +422,10 @@ typedef struct tf_msg_job_info {
   tf_msg_metric *metrics;
   int n_replica_steps;   /* <= TF_MSG_MAX_JOB_REPLICAS */
   int64_t *replica_steps; /* steps each replica finished, >= 0 */
+  int recoveries;        /* automatic recoveries so far, >= 0 */
+  const char *checkpoint; /* the newest checkpoint written or restored, "" none */
+  int64_t checkpoint_step; /* its global step, >= 0 */
+  const char *note;      /* what a JobControl checkpoint or restore did, "" none */
 } tf_msg_job_info;
 
 /* JobStatus and JobControl reply: one job. */
@@ -437,15 +447,18 @@ typedef struct tf_msg_job_status_req {
   tf_msg_mem mem;
 } tf_msg_job_status_req;
 
-/* JobControl request {job: str, action: str, steps: int}: action is
- * "pause", "resume", "cancel" or "step" (any str decodes; the master
- * refuses others, naming them); steps (for "step", 1..2^31-1; optional,
- * default 0) is how many more global steps a paused job runs before it
- * pauses again. */
+/* JobControl request {job: str, action: str, steps: int, checkpoint: str}:
+ * action is "pause", "resume", "cancel", "step", "checkpoint" or
+ * "restore" (any str decodes; the master refuses others, naming them);
+ * steps (for "step", 1..2^31-1; optional, default 0) is how many more
+ * global steps a paused job runs before it pauses again; checkpoint (for
+ * "restore": the checkpoint to go back to, "" the latest good one;
+ * optional, default "") names a checkpoint of the job's directory. */
 typedef struct tf_msg_job_control_req {
   const char *job;
   const char *action;
   int64_t steps;
+  const char *checkpoint; /* NULL packs as "" */
   tf_msg_mem mem;
 } tf_msg_job_control_req;
 
@@ -466,6 +479,30 @@ typedef struct tf_msg_job_logs_reply {
   const char **lines;
   tf_msg_mem mem;
 } tf_msg_job_logs_reply;
+
+/* JobCheckpoints request {job: str} (JobStatus's shape). */
+typedef struct tf_msg_job_checkpoints_req {
+  const char *job;
+  tf_msg_mem mem;
+} tf_msg_job_checkpoints_req;
+
+/* One checkpoint {name: str, step: int, time_ms: int, bytes: int}: its
+ * directory's name in the job's checkpoint directory ("ckpt-300"), the
+ * global step it holds, when it was committed (Unix time in ms) and the
+ * size of its files. The integers are >= 0; every field is required. */
+typedef struct tf_msg_checkpoint {
+  const char *name;
+  int64_t step, time_ms, bytes;
+} tf_msg_checkpoint;
+
+/* JobCheckpoints reply {dir: str, checkpoints: [checkpoint...]}: the job's
+ * checkpoint directory and its checkpoints, oldest first. */
+typedef struct tf_msg_job_checkpoints_reply {
+  const char *dir;
+  int n_checkpoints;     /* <= TF_MSG_MAX_CHECKPOINTS */
+  tf_msg_checkpoint *checkpoints;
+  tf_msg_mem mem;
+} tf_msg_job_checkpoints_reply;
 
 void tf_msg_submit_job_req_encode(tf_wire_writer *w, const tf_msg_submit_job_req *m);
 tf_code tf_msg_submit_job_req_decode(const tf_wire_msg *r, tf_msg_submit_job_req *out,
@@ -500,5 +537,16 @@ void tf_msg_job_logs_reply_encode(tf_wire_writer *w, const tf_msg_job_logs_reply
 tf_code tf_msg_job_logs_reply_decode(const tf_wire_msg *r, tf_msg_job_logs_reply *out,
                                      tf_status *st);
 void tf_msg_job_logs_reply_fini(tf_msg_job_logs_reply *m);
+void tf_msg_job_checkpoints_req_encode(tf_wire_writer *w,
+                                       const tf_msg_job_checkpoints_req *m);
+tf_code tf_msg_job_checkpoints_req_decode(const tf_wire_msg *r,
+                                          tf_msg_job_checkpoints_req *out, tf_status *st);
+void tf_msg_job_checkpoints_req_fini(tf_msg_job_checkpoints_req *m);
+void tf_msg_job_checkpoints_reply_encode(tf_wire_writer *w,
+                                         const tf_msg_job_checkpoints_reply *m);
+tf_code tf_msg_job_checkpoints_reply_decode(const tf_wire_msg *r,
+                                            tf_msg_job_checkpoints_reply *out,
+                                            tf_status *st);
+void tf_msg_job_checkpoints_reply_fini(tf_msg_job_checkpoints_reply *m);
 
 #endif

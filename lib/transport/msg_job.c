@@ -1,6 +1,6 @@
 /* msg_job.c: the bodies of the master's job methods (messages.h "jobs",
- * docs/wire.md "Methods"): SubmitJob, ListJobs, JobStatus, JobControl and
- * JobLogs. A job as the master reports it (tf_msg_job_info) is one map,
+ * docs/wire.md "Methods"): SubmitJob, ListJobs, JobStatus, JobControl,
+ * JobLogs and JobCheckpoints. A job as the master reports it (tf_msg_job_info) is one map,
  * the JobStatus and JobControl reply body and each element of ListJobs'
  * jobs; only its job, name and state are required when decoding, the
  * rest default as messages.h states. Numbers are checked against their
@@ -19,12 +19,14 @@
 #define CAP_METRICS TF_MSG_MAX_JOB_METRICS, "TF_MSG_MAX_JOB_METRICS"
 #define CAP_REPLICAS TF_MSG_MAX_JOB_REPLICAS, "TF_MSG_MAX_JOB_REPLICAS"
 #define CAP_LINES TF_MSG_MAX_LOG_LINES, "TF_MSG_MAX_LOG_LINES"
+#define CAP_CKPTS TF_MSG_MAX_CHECKPOINTS, "TF_MSG_MAX_CHECKPOINTS"
 
 static const char SUBMIT[] = "SubmitJob", SUBMIT_REPLY[] = "SubmitJob reply",
                   INFO_REPLY[] = "JobStatus/JobControl reply",
                   LIST_REPLY[] = "ListJobs reply", STATUS[] = "JobStatus",
                   CONTROL[] = "JobControl", LOGS[] = "JobLogs",
-                  LOGS_REPLY[] = "JobLogs reply";
+                  LOGS_REPLY[] = "JobLogs reply", CKPTS[] = "JobCheckpoints",
+                  CKPTS_REPLY[] = "JobCheckpoints reply";
 
 /* ---- SubmitJob ----------------------------------------------------------- */
 
@@ -123,11 +125,19 @@ void tf_msg_submit_job_reply_fini(tf_msg_submit_job_reply *m) {
 /* The keys of a job's map, in packing order (docs/wire.md). */
 enum {
   K_JOB, K_NAME, K_STATE, K_MODE, K_WORKERS, K_STEP, K_STEPS, K_LOSS, K_STEPS_PER_S,
-  K_ELAPSED_MS, K_SUBMITTED_MS, K_ERROR, K_METRICS, K_REPLICA_STEPS, N_INFO_KEYS
+  K_ELAPSED_MS, K_SUBMITTED_MS, K_ERROR, K_METRICS, K_REPLICA_STEPS, K_RECOVERIES,
+  K_CHECKPOINT, K_CHECKPOINT_STEP, K_NOTE, N_INFO_KEYS
 };
 static const char *const info_keys[N_INFO_KEYS] = {
     "job", "name", "state", "mode", "workers", "step", "steps", "loss", "steps_per_s",
-    "elapsed_ms", "submitted_ms", "error", "metrics", "replica_steps"};
+    "elapsed_ms", "submitted_ms", "error", "metrics", "replica_steps", "recoveries",
+    "checkpoint", "checkpoint_step", "note"};
+
+/* Whether key k of a job's map is an int (packed as int64). */
+static bool info_int(int k) {
+  return k == K_WORKERS || k == K_STEP || k == K_STEPS || k == K_ELAPSED_MS ||
+         k == K_SUBMITTED_MS || k == K_RECOVERIES || k == K_CHECKPOINT_STEP;
+}
 
 static void pack_metrics(tf_wire_writer *w, const char *what, const tf_msg_job_info *j) {
   msgpack_packer *pk = tf_wire_body(w);
@@ -160,11 +170,15 @@ static void pack_replica_steps(tf_wire_writer *w, const char *what,
 
 static void pack_info(tf_wire_writer *w, const char *what, const tf_msg_job_info *j) {
   msgpack_packer *pk = tf_wire_body(w);
-  const char *strs[] = {[K_JOB] = j->job, [K_NAME] = j->name, [K_STATE] = j->state,
-                        [K_MODE] = j->mode, [K_ERROR] = j->error};
-  const int64_t ints[] = {[K_WORKERS] = j->workers, [K_STEP] = j->step,
-                          [K_STEPS] = j->steps, [K_ELAPSED_MS] = j->elapsed_ms,
-                          [K_SUBMITTED_MS] = j->submitted_ms};
+  const char *strs[N_INFO_KEYS] = {[K_JOB] = j->job, [K_NAME] = j->name,
+                                   [K_STATE] = j->state, [K_MODE] = j->mode,
+                                   [K_ERROR] = j->error, [K_CHECKPOINT] = j->checkpoint,
+                                   [K_NOTE] = j->note};
+  const int64_t ints[N_INFO_KEYS] = {[K_WORKERS] = j->workers, [K_STEP] = j->step,
+                                     [K_STEPS] = j->steps, [K_ELAPSED_MS] = j->elapsed_ms,
+                                     [K_SUBMITTED_MS] = j->submitted_ms,
+                                     [K_RECOVERIES] = j->recoveries,
+                                     [K_CHECKPOINT_STEP] = j->checkpoint_step};
   tf__mp_map b;
   tf__mp_map_begin(&b, pk, N_INFO_KEYS);
   for (int k = 0; k < N_INFO_KEYS; k++) {
@@ -175,8 +189,7 @@ static void pack_info(tf_wire_writer *w, const char *what, const tf_msg_job_info
       pack_metrics(w, what, j);
     } else if (k == K_REPLICA_STEPS) {
       pack_replica_steps(w, what, j);
-    } else if (k == K_WORKERS || k == K_STEP || k == K_STEPS || k == K_ELAPSED_MS ||
-               k == K_SUBMITTED_MS) {
+    } else if (info_int(k)) {
       msgpack_pack_int64(pk, ints[k]);
     } else {
       tf__msg_pack_str(w, what, info_keys[k], strs[k]);
@@ -227,28 +240,34 @@ static tf_code decode_replica_steps(tf_msg_mem *mem, const msgpack_object *o,
 /* The optional integers of f (absent: 0). */
 static tf_code decode_info_ints(const tf__msg_field *f, const char *what,
                                 tf_msg_job_info *out, tf_status *st) {
-  int64_t workers = 0;
+  int64_t workers = 0, recoveries = 0;
   int64_t *v[N_INFO_KEYS] = {[K_WORKERS] = &workers, [K_STEP] = &out->step,
                              [K_STEPS] = &out->steps, [K_ELAPSED_MS] = &out->elapsed_ms,
-                             [K_SUBMITTED_MS] = &out->submitted_ms};
+                             [K_SUBMITTED_MS] = &out->submitted_ms,
+                             [K_RECOVERIES] = &recoveries,
+                             [K_CHECKPOINT_STEP] = &out->checkpoint_step};
   for (int k = 0; k < N_INFO_KEYS; k++) {
     if (v[k] != NULL && f[k].val != NULL) {
+      bool small = k == K_WORKERS || k == K_RECOVERIES;
       TF_TRY(tf__msg_get_int(f[k].val, what, info_keys[k], -1, 0,
-                             k == K_WORKERS ? INT_MAX : INT64_MAX, v[k], st));
+                             small ? INT_MAX : INT64_MAX, v[k], st));
     }
   }
   out->workers = (int)workers;
+  out->recoveries = (int)recoveries;
   return TF_OK;
 }
 
 /* A job's fields f (found by tf__msg_body or tf__msg_map) into *out. */
 static tf_code decode_info(tf_msg_mem *mem, const tf__msg_field *f, const char *what,
                            tf_msg_job_info *out, tf_status *st) {
-  out->mode = out->error = "";
+  out->mode = out->error = out->checkpoint = out->note = "";
   out->loss = NAN;
   const char **strs[N_INFO_KEYS] = {[K_JOB] = &out->job, [K_NAME] = &out->name,
                                     [K_STATE] = &out->state, [K_MODE] = &out->mode,
-                                    [K_ERROR] = &out->error};
+                                    [K_ERROR] = &out->error,
+                                    [K_CHECKPOINT] = &out->checkpoint,
+                                    [K_NOTE] = &out->note};
   for (int k = 0; k < N_INFO_KEYS; k++) {
     bool required = k == K_JOB || k == K_NAME || k == K_STATE;
     if (strs[k] != NULL && (required || f[k].val != NULL)) {
@@ -378,26 +397,34 @@ void tf_msg_job_status_req_fini(tf_msg_job_status_req *m) {
 void tf_msg_job_control_req_encode(tf_wire_writer *w, const tf_msg_job_control_req *m) {
   msgpack_packer *pk = tf_wire_body(w);
   tf__mp_map b;
-  tf__mp_map_begin(&b, pk, 3);
+  tf__mp_map_begin(&b, pk, 4);
   tf__mp_map_key(&b, "job");
   tf__msg_pack_str(w, CONTROL, "job", m->job);
   tf__mp_map_key(&b, "action");
   tf__msg_pack_str(w, CONTROL, "action", m->action);
   tf__mp_map_key(&b, "steps");
   msgpack_pack_int64(pk, m->steps);
+  tf__mp_map_key(&b, "checkpoint");
+  tf__msg_pack_str(w, CONTROL, "checkpoint", m->checkpoint);
   tf__mp_map_end(&b);
 }
 
 static tf_code decode_control(const tf_wire_msg *r, tf_msg_job_control_req *out,
                               tf_status *st) {
-  tf__msg_field f[] = {{"job", NULL}, {"action", NULL}, {"steps", NULL}};
-  TF_TRY(tf__msg_body(r, TF_M_JOB_CONTROL, false, CONTROL, f, 3, st));
+  tf__msg_field f[] = {{"job", NULL}, {"action", NULL}, {"steps", NULL},
+                       {"checkpoint", NULL}};
+  TF_TRY(tf__msg_body(r, TF_M_JOB_CONTROL, false, CONTROL, f, 4, st));
   TF_TRY(tf__msg_get_str(&out->mem, f[0].val, CONTROL, "job", -1, &out->job, st));
   TF_TRY(tf__msg_get_str(&out->mem, f[1].val, CONTROL, "action", -1, &out->action, st));
-  if (f[2].val == NULL) {
+  if (f[2].val != NULL) {
+    TF_TRY(tf__msg_get_int(f[2].val, CONTROL, "steps", -1, 0, INT32_MAX, &out->steps, st));
+  }
+  out->checkpoint = "";
+  if (f[3].val == NULL) {
     return TF_OK;
   }
-  return tf__msg_get_int(f[2].val, CONTROL, "steps", -1, 0, INT32_MAX, &out->steps, st);
+  return tf__msg_get_str(&out->mem, f[3].val, CONTROL, "checkpoint", -1, &out->checkpoint,
+                         st);
 }
 
 tf_code tf_msg_job_control_req_decode(const tf_wire_msg *r, tf_msg_job_control_req *out,
@@ -495,6 +522,109 @@ tf_code tf_msg_job_logs_reply_decode(const tf_wire_msg *r, tf_msg_job_logs_reply
 }
 
 void tf_msg_job_logs_reply_fini(tf_msg_job_logs_reply *m) {
+  tf__msg_mem_free(&m->mem);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- JobCheckpoints ------------------------------------------------------ */
+
+void tf_msg_job_checkpoints_req_encode(tf_wire_writer *w,
+                                       const tf_msg_job_checkpoints_req *m) {
+  encode_one_str(w, CKPTS, "job", m->job);
+}
+
+tf_code tf_msg_job_checkpoints_req_decode(const tf_wire_msg *r,
+                                          tf_msg_job_checkpoints_req *out, tf_status *st) {
+  memset(out, 0, sizeof *out);
+  return decode_one_str(r, TF_M_JOB_CHECKPOINTS, false, CKPTS, "job", &out->mem, &out->job,
+                        st);
+}
+
+void tf_msg_job_checkpoints_req_fini(tf_msg_job_checkpoints_req *m) {
+  tf__msg_mem_free(&m->mem);
+  memset(m, 0, sizeof *m);
+}
+
+/* The keys of one checkpoint's map, in packing order (docs/wire.md). */
+enum { C_NAME, C_STEP, C_TIME_MS, C_BYTES, N_CKPT_KEYS };
+static const char *const ckpt_keys[N_CKPT_KEYS] = {"name", "step", "time_ms", "bytes"};
+
+void tf_msg_job_checkpoints_reply_encode(tf_wire_writer *w,
+                                         const tf_msg_job_checkpoints_reply *m) {
+  msgpack_packer *pk = tf_wire_body(w);
+  tf__mp_map b;
+  tf__mp_map_begin(&b, pk, 2);
+  tf__mp_map_key(&b, "dir");
+  tf__msg_pack_str(w, CKPTS_REPLY, "dir", m->dir);
+  tf__mp_map_key(&b, "checkpoints");
+  size_t n = (size_t)(m->n_checkpoints > 0 ? m->n_checkpoints : 0);
+  if (tf__msg_pack_list(w, CKPTS_REPLY, "checkpoints", n, CAP_CKPTS)) {
+    for (size_t i = 0; i < n; i++) {
+      const tf_msg_checkpoint *c = &m->checkpoints[i];
+      const int64_t ints[N_CKPT_KEYS] = {[C_STEP] = c->step, [C_TIME_MS] = c->time_ms,
+                                         [C_BYTES] = c->bytes};
+      tf__mp_map e;
+      tf__mp_map_begin(&e, pk, N_CKPT_KEYS);
+      for (int k = 0; k < N_CKPT_KEYS; k++) {
+        tf__mp_map_key(&e, ckpt_keys[k]);
+        if (k == C_NAME) {
+          tf__msg_pack_str(w, CKPTS_REPLY, "checkpoints", c->name);
+        } else {
+          msgpack_pack_int64(pk, ints[k]);
+        }
+      }
+      tf__mp_map_end(&e);
+    }
+  }
+  tf__mp_map_end(&b);
+}
+
+/* Element i of the checkpoints list (o) into *out. */
+static tf_code decode_ckpt(tf_msg_mem *mem, const msgpack_object *o, uint32_t i,
+                           tf_msg_checkpoint *out, tf_status *st) {
+  char at[96];
+  snprintf(at, sizeof at, "%s: checkpoints[%u]", CKPTS_REPLY, i);
+  tf__msg_field f[N_CKPT_KEYS];
+  for (int k = 0; k < N_CKPT_KEYS; k++) {
+    f[k] = (tf__msg_field){ckpt_keys[k], NULL};
+  }
+  TF_TRY(tf__msg_map(o, map_what(o, CKPTS_REPLY, at), "checkpoints", i, f, N_CKPT_KEYS, st));
+  TF_TRY(tf__msg_get_str(mem, f[C_NAME].val, at, "name", -1, &out->name, st));
+  int64_t *v[N_CKPT_KEYS] = {[C_STEP] = &out->step, [C_TIME_MS] = &out->time_ms,
+                             [C_BYTES] = &out->bytes};
+  for (int k = C_STEP; k < N_CKPT_KEYS; k++) {
+    TF_TRY(tf__msg_get_int(f[k].val, at, ckpt_keys[k], -1, 0, INT64_MAX, v[k], st));
+  }
+  return TF_OK;
+}
+
+static tf_code decode_ckpts_reply(const tf_wire_msg *r, tf_msg_job_checkpoints_reply *out,
+                                  tf_status *st) {
+  tf__msg_field f[] = {{"dir", NULL}, {"checkpoints", NULL}};
+  const msgpack_object_array *a = NULL;
+  TF_TRY(tf__msg_body(r, TF_M_JOB_CHECKPOINTS, true, CKPTS_REPLY, f, 2, st));
+  TF_TRY(tf__msg_get_str(&out->mem, f[0].val, CKPTS_REPLY, "dir", -1, &out->dir, st));
+  TF_TRY(tf__msg_get_list(f[1].val, CKPTS_REPLY, "checkpoints", CAP_CKPTS, &a, st));
+  out->checkpoints = tf__msg_alloc(&out->mem, (size_t)a->size * sizeof *out->checkpoints);
+  out->n_checkpoints = (int)a->size;
+  for (uint32_t i = 0; i < a->size; i++) {
+    TF_TRY(decode_ckpt(&out->mem, &a->ptr[i], i, &out->checkpoints[i], st));
+  }
+  return TF_OK;
+}
+
+tf_code tf_msg_job_checkpoints_reply_decode(const tf_wire_msg *r,
+                                            tf_msg_job_checkpoints_reply *out,
+                                            tf_status *st) {
+  memset(out, 0, sizeof *out);
+  tf_code c = decode_ckpts_reply(r, out, st);
+  if (c != TF_OK) {
+    tf_msg_job_checkpoints_reply_fini(out);
+  }
+  return c;
+}
+
+void tf_msg_job_checkpoints_reply_fini(tf_msg_job_checkpoints_reply *m) {
   tf__msg_mem_free(&m->mem);
   memset(m, 0, sizeof *m);
 }

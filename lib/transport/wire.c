@@ -49,6 +49,7 @@ const char *tf_method_name(int method) {
   case TF_M_JOB_STATUS: return "JobStatus";
   case TF_M_JOB_CONTROL: return "JobControl";
   case TF_M_JOB_LOGS: return "JobLogs";
+  case TF_M_JOB_CHECKPOINTS: return "JobCheckpoints";
   default: return "unknown";
   }
 }

@@ -50,8 +50,10 @@ typedef enum tf_method {
   TF_M_SUBMIT_JOB = 40,     /* job spec YAML -> job id (the master runs it) */
   TF_M_LIST_JOBS = 41,      /* -> every job the master keeps */
   TF_M_JOB_STATUS = 42,     /* job id -> its state and progress */
-  TF_M_JOB_CONTROL = 43,    /* job id, pause|resume|cancel|step N -> status */
+  TF_M_JOB_CONTROL = 43,    /* job id, pause|resume|cancel|step N|checkpoint|
+                             * restore [checkpoint] -> status */
   TF_M_JOB_LOGS = 44,       /* job id, first line -> log lines */
+  TF_M_JOB_CHECKPOINTS = 45, /* job id -> its checkpoint directory's checkpoints */
 } tf_method;
 
 /* The method's name ("RunGraph"), or "unknown". */

@@ -174,7 +174,8 @@ static void seeds_job_info(seed_put_fn put) {
       {.job = "fmnist-mlp-sync-1", .name = "fmnist-mlp", .state = "running", .mode = "sync",
        .workers = 2, .step = 1200, .steps = 3000, .loss = 0.4123, .steps_per_s = 85.2,
        .elapsed_ms = 14100, .submitted_ms = 1790000000123LL, .error = "", .n_metrics = 2,
-       .metrics = ms},
+       .metrics = ms, .recoveries = 1, .checkpoint = "run/ckpt/mlp/ckpt-1000",
+       .checkpoint_step = 1000, .note = "run/ckpt/mlp/ckpt-1000"},
       {.job = "q-2", .name = "q", .state = "failed", .mode = "async", .loss = NAN,
        .error = "worker 1: step 7: loss is NaN"}};
   for (int k = 0; k < 2; k++) {
@@ -185,6 +186,26 @@ static void seeds_job_info(seed_put_fn put) {
     tf_msg_list_jobs_reply_encode(w, &(tf_msg_list_jobs_reply){.n_jobs = 2 * k, .jobs = js});
     seed_put(put, "msg_list_jobs_reply", k, w);
   }
+}
+
+static void seeds_checkpoints(seed_put_fn put) {
+  tf_msg_checkpoint cs[] = {{"ckpt-100", 100, 1790000000123LL, 4096},
+                            {"ckpt-200", 200, 1790000060456LL, 1536}};
+  for (int k = 0; k < 2; k++) {
+    tf_wire_writer *w = seed_writer(TF_M_JOB_CHECKPOINTS, true);
+    tf_msg_job_checkpoints_reply_encode(w, &(tf_msg_job_checkpoints_reply){
+                                               .dir = "run/ckpt/mlp", .n_checkpoints = 2 * k,
+                                               .checkpoints = cs});
+    seed_put(put, "msg_job_checkpoints_reply", k, w);
+    w = seed_writer(TF_M_JOB_CONTROL, false);
+    tf_msg_job_control_req_encode(w, &(tf_msg_job_control_req){
+                                        .job = "mlp-1", .action = k ? "restore" : "checkpoint",
+                                        .checkpoint = k ? "ckpt-100" : ""});
+    seed_put(put, "msg_job_control_req", 2 + k, w);
+  }
+  tf_wire_writer *w = seed_writer(TF_M_JOB_CHECKPOINTS, false);
+  tf_msg_job_checkpoints_req_encode(w, &(tf_msg_job_checkpoints_req){.job = "mlp-1"});
+  seed_put(put, "msg_job_checkpoints_req", 0, w);
 }
 
 static void seeds_jobs(seed_put_fn put) {
@@ -216,6 +237,7 @@ static void seeds_jobs(seed_put_fn put) {
     seed_put(put, "msg_job_logs_reply", k, w);
   }
   seeds_job_info(put);
+  seeds_checkpoints(put);
 }
 
 /* Writes every message harness's seeds through put. */

@@ -1,6 +1,7 @@
 /* msg_job_test.c: the job messages (msg_job.c): SubmitJob, ListJobs,
- * JobStatus, JobControl and JobLogs requests and replies round trip
- * (every field, the optional ones' defaults, a NaN loss and infinite
+ * JobStatus, JobControl, JobLogs and JobCheckpoints requests and replies
+ * round trip (every field, the optional ones' defaults, a body from an
+ * older peer without the checkpoint fields, a NaN loss and infinite
  * metric values bit for bit), bodies are the bytes docs/wire.md lists,
  * every cap is enforced on both sides (tf_wire_finish names the field and
  * the cap; decoders refuse), float fields take float32, float64 and ints
@@ -17,6 +18,8 @@ MSG_OPS(status_ops, tf_msg_job_status_req, TF_M_JOB_STATUS, false)
 MSG_OPS(control_ops, tf_msg_job_control_req, TF_M_JOB_CONTROL, false)
 MSG_OPS(logs_ops, tf_msg_job_logs_req, TF_M_JOB_LOGS, false)
 MSG_OPS(logs_reply_ops, tf_msg_job_logs_reply, TF_M_JOB_LOGS, true)
+MSG_OPS(ckpts_ops, tf_msg_job_checkpoints_req, TF_M_JOB_CHECKPOINTS, false)
+MSG_OPS(ckpts_reply_ops, tf_msg_job_checkpoints_reply, TF_M_JOB_CHECKPOINTS, true)
 
 /* The job info reply decodes under a method: one ops per method. */
 MSG_OPS_METHOD(info_status_ops, tf_msg_job_info_reply, TF_M_JOB_STATUS, true)
@@ -33,7 +36,9 @@ static tf_msg_job_info job_info(const char *id, int n_metrics) {
                            .loss = 0.4123, .steps_per_s = 85.2, .elapsed_ms = 14100,
                            .submitted_ms = 1790000000123LL, .error = "",
                            .n_metrics = n_metrics, .metrics = (tf_msg_metric *)metrics3,
-                           .n_replica_steps = 2, .replica_steps = replica_steps2};
+                           .n_replica_steps = 2, .replica_steps = replica_steps2,
+                           .recoveries = 2, .checkpoint = "run/ckpt/fmnist/ckpt-1000",
+                           .checkpoint_step = 1000, .note = ""};
 }
 
 static tf_wire_msg *info_msg(int method, const tf_msg_job_info *j) {
@@ -60,6 +65,25 @@ static tf_wire_msg *control_msg(const char *job, const char *action, int64_t ste
   tf_wire_writer *w = mt_writer(TF_M_JOB_CONTROL, false);
   tf_msg_job_control_req_encode(w, &(tf_msg_job_control_req){.job = job, .action = action,
                                                               .steps = steps});
+  return mt_parse(w);
+}
+
+static tf_wire_msg *restore_msg(const char *job, const char *ckpt) {
+  tf_wire_writer *w = mt_writer(TF_M_JOB_CONTROL, false);
+  tf_msg_job_control_req_encode(w, &(tf_msg_job_control_req){.job = job, .action = "restore",
+                                                              .checkpoint = ckpt});
+  return mt_parse(w);
+}
+
+static tf_msg_checkpoint ckpts3[] = {{"ckpt-100", 100, 1790000000123LL, 4096},
+                                     {"ckpt-200", 200, 1790000060456LL, 812},
+                                     {"ckpt-300", 300, 1790000120789LL, 1536}};
+
+static tf_wire_msg *ckpts_reply_msg(const char *dir, const tf_msg_checkpoint *cs, int n) {
+  tf_wire_writer *w = mt_writer(TF_M_JOB_CHECKPOINTS, true);
+  tf_msg_job_checkpoints_reply_encode(w, &(tf_msg_job_checkpoints_reply){
+                                             .dir = dir, .n_checkpoints = n,
+                                             .checkpoints = (tf_msg_checkpoint *)cs});
   return mt_parse(w);
 }
 
@@ -95,6 +119,10 @@ static void same_info(const tf_msg_job_info *a, const tf_msg_job_info *b) {
   for (int i = 0; i < a->n_replica_steps; i++) {
     ck_assert(a->replica_steps[i] == b->replica_steps[i]);
   }
+  ck_assert_int_eq(a->recoveries, b->recoveries);
+  ck_assert_str_eq(a->checkpoint, b->checkpoint);
+  ck_assert(a->checkpoint_step == b->checkpoint_step);
+  ck_assert_str_eq(a->note, b->note);
 }
 
 /* A body packed by hand (sb) under a header of method, parsed. */
@@ -200,6 +228,14 @@ START_TEST(info_round_trip) {
         in.steps = 0;
         in.workers = INT32_MAX;
         in.steps_per_s = 0;
+        in.recoveries = INT32_MAX;
+        in.checkpoint_step = INT64_MAX;
+        in.note = "restoring run/ckpt/fmnist/ckpt-1000 (step 1000); skipped ckpt-1200: "
+                  "ps-0.shard: CRC mismatch";
+      } else if (n_metrics == 0) { /* no checkpoint yet */
+        in.recoveries = 0;
+        in.checkpoint = "";
+        in.checkpoint_step = 0;
       }
       tf_wire_msg *r = info_msg(methods[k], &in);
       tf_msg_job_info_reply b;
@@ -287,6 +323,9 @@ START_TEST(info_defaults) {
   ck_assert(isnan(j->loss));
   ck_assert_int_eq(j->n_metrics, 0);
   ck_assert_int_eq(j->n_replica_steps, 0);
+  ck_assert(j->recoveries == 0 && j->checkpoint_step == 0);
+  ck_assert_str_eq(j->checkpoint, "");
+  ck_assert_str_eq(j->note, "");
   tf_msg_job_info_reply_fini(&b);
   /* JobControl's steps and JobLogs' from default to 0. */
   msgpack_sbuffer_clear(&sb);
@@ -300,6 +339,7 @@ START_TEST(info_defaults) {
   ck_assert_msg(tf_msg_job_control_req_decode(r, &c, &st) == TF_OK, "%s", st.msg);
   ck_assert(c.steps == 0);
   ck_assert_str_eq(c.action, "pause");
+  ck_assert_str_eq(c.checkpoint, ""); /* an older client: no checkpoint key */
   tf_msg_job_control_req_fini(&c);
   tf_wire_msg_free(r);
   msgpack_sbuffer_clear(&sb);
@@ -354,8 +394,29 @@ START_TEST(requests_round_trip) {
     ck_assert_str_eq(c.job, "j");
     ck_assert_str_eq(c.action, actions[i]); /* any str: the master judges */
     ck_assert(c.steps == steps[i]);
+    ck_assert_str_eq(c.checkpoint, ""); /* NULL packs as "" */
     tf_msg_job_control_req_fini(&c);
   }
+  const char *ckpts[] = {"", "ckpt-300", "run/ckpt/fmnist/ckpt-300"};
+  for (int i = 0; i < 3; i++) {
+    r = restore_msg("j", ckpts[i]);
+    tf_msg_job_control_req c;
+    ck_assert_msg(tf_msg_job_control_req_decode(r, &c, &st) == TF_OK, "%s", st.msg);
+    tf_wire_msg_free(r);
+    ck_assert_str_eq(c.action, "restore");
+    ck_assert_str_eq(c.checkpoint, ckpts[i]);
+    ck_assert(c.steps == 0);
+    tf_msg_job_control_req_fini(&c);
+  }
+  w = mt_writer(TF_M_JOB_CHECKPOINTS, false);
+  tf_msg_job_checkpoints_req_encode(w, &(tf_msg_job_checkpoints_req){.job = "mlp-3"});
+  r = mt_parse(w);
+  tf_msg_job_checkpoints_req cq;
+  ck_assert_msg(tf_msg_job_checkpoints_req_decode(r, &cq, &st) == TF_OK, "%s", st.msg);
+  tf_wire_msg_free(r);
+  ck_assert_str_eq(cq.job, "mlp-3");
+  tf_msg_job_checkpoints_req_fini(&cq);
+  ck_assert_ptr_null(cq.job);
   const int64_t froms[] = {0, 17, INT64_MAX};
   for (int i = 0; i < 3; i++) {
     w = mt_writer(TF_M_JOB_LOGS, false);
@@ -476,6 +537,32 @@ START_TEST(caps_on_encode_strings) {
   w = mt_writer(TF_M_JOB_CONTROL, true);
   tf_msg_job_info_reply_encode(w, &(tf_msg_job_info_reply){.info = j});
   mt_finish_fails(w, "'error' is 65537 bytes long, over the cap of 65536");
+  j = job_info("j", 0);
+  j.note = s;
+  w = mt_writer(TF_M_JOB_CONTROL, true);
+  tf_msg_job_info_reply_encode(w, &(tf_msg_job_info_reply){.info = j});
+  mt_finish_fails(w, "JobStatus/JobControl reply: 'note' is 65537 bytes long");
+  j = job_info("j", 0);
+  j.checkpoint = s;
+  w = mt_writer(TF_M_JOB_STATUS, true);
+  tf_msg_job_info_reply_encode(w, &(tf_msg_job_info_reply){.info = j});
+  mt_finish_fails(w, "'checkpoint' is 65537 bytes long");
+  w = mt_writer(TF_M_JOB_CONTROL, false);
+  tf_msg_job_control_req_encode(w, &(tf_msg_job_control_req){.job = "j", .action = "restore",
+                                                              .checkpoint = s});
+  mt_finish_fails(w, "JobControl: 'checkpoint' is 65537 bytes long");
+  w = mt_writer(TF_M_JOB_CHECKPOINTS, false);
+  tf_msg_job_checkpoints_req_encode(w, &(tf_msg_job_checkpoints_req){.job = s});
+  mt_finish_fails(w, "JobCheckpoints: 'job' is 65537 bytes long");
+  tf_msg_checkpoint big_name[] = {{s, 1, 2, 3}};
+  w = mt_writer(TF_M_JOB_CHECKPOINTS, true);
+  tf_msg_job_checkpoints_reply_encode(w, &(tf_msg_job_checkpoints_reply){
+                                             .dir = "d", .n_checkpoints = 1,
+                                             .checkpoints = big_name});
+  mt_finish_fails(w, "JobCheckpoints reply: 'checkpoints' is 65537 bytes long");
+  w = mt_writer(TF_M_JOB_CHECKPOINTS, true);
+  tf_msg_job_checkpoints_reply_encode(w, &(tf_msg_job_checkpoints_reply){.dir = s});
+  mt_finish_fails(w, "JobCheckpoints reply: 'dir' is 65537 bytes long");
   w = mt_writer(TF_M_SUBMIT_JOB, false);
   tf_msg_submit_job_req_encode(w, &(tf_msg_submit_job_req){.spec = "a", .spec_len = 1,
                                                             .name = s});
@@ -584,8 +671,10 @@ END_TEST
 
 /* ---- the documented bytes -------------------------------------------------- */
 
-static void pack_info_bytes(msgpack_packer *pk, const tf_msg_job_info *j) {
-  msgpack_pack_map(pk, 14);
+/* A job's map as docs/wire.md lists it; with_ckpt false: as an older
+ * master packs it, without recoveries, checkpoint, checkpoint_step, note. */
+static void pack_info_bytes(msgpack_packer *pk, const tf_msg_job_info *j, bool with_ckpt) {
+  msgpack_pack_map(pk, with_ckpt ? 18 : 14);
   pack_s(pk, "job");
   pack_s(pk, j->job);
   pack_s(pk, "name");
@@ -624,6 +713,17 @@ static void pack_info_bytes(msgpack_packer *pk, const tf_msg_job_info *j) {
   for (int i = 0; i < j->n_replica_steps; i++) {
     msgpack_pack_int64(pk, j->replica_steps[i]);
   }
+  if (!with_ckpt) {
+    return;
+  }
+  pack_s(pk, "recoveries");
+  msgpack_pack_int64(pk, j->recoveries);
+  pack_s(pk, "checkpoint");
+  pack_s(pk, j->checkpoint);
+  pack_s(pk, "checkpoint_step");
+  msgpack_pack_int64(pk, j->checkpoint_step);
+  pack_s(pk, "note");
+  pack_s(pk, j->note);
 }
 
 START_TEST(bodies_are_the_documented_bytes) {
@@ -632,7 +732,8 @@ START_TEST(bodies_are_the_documented_bytes) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   tf_msg_job_info j = job_info("fmnist-mlp-sync-1", 2);
-  pack_info_bytes(&pk, &j);
+  j.note = "ckpt";
+  pack_info_bytes(&pk, &j, true);
   tf_wire_msg *r = info_msg(TF_M_JOB_STATUS, &j);
   mt_same_bytes(r, &sb);
   tf_wire_msg_free(r);
@@ -640,7 +741,7 @@ START_TEST(bodies_are_the_documented_bytes) {
   msgpack_pack_map(&pk, 1);
   pack_s(&pk, "jobs");
   msgpack_pack_array(&pk, 1);
-  pack_info_bytes(&pk, &j);
+  pack_info_bytes(&pk, &j, true);
   r = list_msg(&j, 1);
   mt_same_bytes(r, &sb);
   tf_wire_msg_free(r);
@@ -655,14 +756,58 @@ START_TEST(bodies_are_the_documented_bytes) {
   mt_same_bytes(r, &sb);
   tf_wire_msg_free(r);
   msgpack_sbuffer_clear(&sb);
-  msgpack_pack_map(&pk, 3);
+  msgpack_pack_map(&pk, 4);
   pack_s(&pk, "job");
   pack_s(&pk, "j");
   pack_s(&pk, "action");
   pack_s(&pk, "step");
   pack_s(&pk, "steps");
   msgpack_pack_int64(&pk, 10);
+  pack_s(&pk, "checkpoint");
+  pack_s(&pk, "");
   r = control_msg("j", "step", 10);
+  mt_same_bytes(r, &sb);
+  tf_wire_msg_free(r);
+  msgpack_sbuffer_clear(&sb);
+  msgpack_pack_map(&pk, 4);
+  pack_s(&pk, "job");
+  pack_s(&pk, "j");
+  pack_s(&pk, "action");
+  pack_s(&pk, "restore");
+  pack_s(&pk, "steps");
+  msgpack_pack_int64(&pk, 0);
+  pack_s(&pk, "checkpoint");
+  pack_s(&pk, "ckpt-300");
+  r = restore_msg("j", "ckpt-300");
+  mt_same_bytes(r, &sb);
+  tf_wire_msg_free(r);
+  msgpack_sbuffer_clear(&sb);
+  msgpack_pack_map(&pk, 2);
+  pack_s(&pk, "dir");
+  pack_s(&pk, "run/ckpt");
+  pack_s(&pk, "checkpoints");
+  msgpack_pack_array(&pk, 2);
+  for (int i = 0; i < 2; i++) {
+    msgpack_pack_map(&pk, 4);
+    pack_s(&pk, "name");
+    pack_s(&pk, ckpts3[i].name);
+    pack_s(&pk, "step");
+    msgpack_pack_int64(&pk, ckpts3[i].step);
+    pack_s(&pk, "time_ms");
+    msgpack_pack_int64(&pk, ckpts3[i].time_ms);
+    pack_s(&pk, "bytes");
+    msgpack_pack_int64(&pk, ckpts3[i].bytes);
+  }
+  r = ckpts_reply_msg("run/ckpt", ckpts3, 2);
+  mt_same_bytes(r, &sb);
+  tf_wire_msg_free(r);
+  msgpack_sbuffer_clear(&sb);
+  msgpack_pack_map(&pk, 1);
+  pack_s(&pk, "job");
+  pack_s(&pk, "j");
+  tf_wire_writer *w = mt_writer(TF_M_JOB_CHECKPOINTS, false);
+  tf_msg_job_checkpoints_req_encode(w, &(tf_msg_job_checkpoints_req){.job = "j"});
+  r = mt_parse(w);
   mt_same_bytes(r, &sb);
   tf_wire_msg_free(r);
   msgpack_sbuffer_clear(&sb);
@@ -718,8 +863,26 @@ START_TEST(submit_and_requests_hostile) {
       {"steps", MT_INT, -1, "JobControl: field 'steps' is -1, not in [0, 2147483647]"},
       {"steps", MT_INT, 1LL << 31, "field 'steps' is 2147483648, not in [0, 2147483647]"},
       {"steps", MT_STR, 1, "JobControl: field 'steps' is a str, not an int"},
+      {"checkpoint", MT_INT, 300, "JobControl: field 'checkpoint' is a int, not a str"},
+      {"checkpoint", MT_STRNUL, 0, "JobControl: field 'checkpoint' holds a NUL byte"},
+      {"checkpoint", MT_DUP, 0, "JobControl: field 'checkpoint' appears twice"},
   };
-  mt_hostile(&control_ops, control_msg("j-1", "step", 5), ctl, 6);
+  mt_hostile(&control_ops, control_msg("j-1", "step", 5), ctl, 9);
+  static const mt_case rst[] = {
+      {"checkpoint", MT_NIL, 0, "JobControl: field 'checkpoint' is a nil, not a str"},
+      {"checkpoint", MT_STR, TF_MSG_MAX_STR_BYTES + 1,
+       "JobControl: field 'checkpoint' is 65537 bytes"},
+      {"action", MT_DEL, 0, "JobControl: field 'action' is missing"},
+  };
+  mt_hostile(&control_ops, restore_msg("j-1", "ckpt-300"), rst, 3);
+  w = mt_writer(TF_M_JOB_CHECKPOINTS, false);
+  tf_msg_job_checkpoints_req_encode(w, &(tf_msg_job_checkpoints_req){.job = "j-1"});
+  static const mt_case ckq[] = {
+      {"job", MT_DEL, 0, "JobCheckpoints: field 'job' is missing"},
+      {"job", MT_ARRAY, 1, "JobCheckpoints: field 'job' is a array, not a str"},
+      {"job", MT_DUP, 0, "JobCheckpoints: field 'job' appears twice"},
+  };
+  mt_hostile(&ckpts_ops, mt_parse(w), ckq, 3);
   w = mt_writer(TF_M_JOB_LOGS, false);
   tf_msg_job_logs_req_encode(w, &(tf_msg_job_logs_req){.job = "j-1", .from = 3});
   static const mt_case lq[] = {
@@ -759,6 +922,15 @@ START_TEST(info_hostile) {
       {"metrics.0.name", MT_DUP, 0, "JobStatus reply: metrics[0]: field 'name' appears twice"},
       {"metrics.0.", MT_INTKEY, 0, "JobStatus reply: metrics[0]: key 2 is a int, not a str"},
       {"job", MT_DUP, 0, "JobStatus reply: field 'job' appears twice"},
+      {"recoveries", MT_INT, -1, "JobStatus reply: field 'recoveries' is -1, not in [0, "
+                                 "2147483647]"},
+      {"recoveries", MT_INT, 1LL << 31, "field 'recoveries' is 2147483648, not in [0,"},
+      {"checkpoint", MT_INT, 7, "JobStatus reply: field 'checkpoint' is a int, not a str"},
+      {"checkpoint_step", MT_INT, -1, "JobStatus reply: field 'checkpoint_step' is -1, not "
+                                      "in [0,"},
+      {"checkpoint_step", MT_STR, 3, "field 'checkpoint_step' is a str, not an int"},
+      {"note", MT_STRNUL, 0, "JobStatus reply: field 'note' holds a NUL byte"},
+      {"note", MT_DUP, 0, "JobStatus reply: field 'note' appears twice"},
   };
   int n = (int)(sizeof info / sizeof info[0]);
   mt_hostile(&info_status_ops, info_msg(TF_M_JOB_STATUS, &j), info, n);
@@ -780,6 +952,8 @@ START_TEST(info_hostile) {
                                             "'value' is a str, not a number"},
       {"jobs.1.metrics", MT_ARRAY, 65, "ListJobs reply: jobs[1]: 'metrics' has 65 entries"},
       {"jobs.0.step", MT_INT, -1, "ListJobs reply: jobs[0]: field 'step' is -1, not in"},
+      {"jobs.1.note", MT_TRUE, 0, "ListJobs reply: jobs[1]: field 'note' is a bool, not a "
+                                  "str"},
   };
   n = (int)(sizeof list / sizeof list[0]);
   mt_hostile(&list_ops, list_msg(js, 2), list, n);
@@ -806,6 +980,146 @@ START_TEST(logs_reply_hostile) {
 }
 END_TEST
 
+/* ---- JobCheckpoints, and a job from an older master ------------------------ */
+
+/* A body packed by an older master (no recoveries, checkpoint,
+ * checkpoint_step, note) decodes, those defaulting to 0 and "". */
+START_TEST(info_from_older_peer) {
+  tf_msg_job_info j = job_info("fmnist-mlp-sync-1", 3);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  pack_info_bytes(&pk, &j, false);
+  tf_wire_msg *r = raw_msg(TF_M_JOB_STATUS, true, &sb);
+  tf_msg_job_info_reply b;
+  tf_status st;
+  ck_assert_msg(tf_msg_job_info_reply_decode(r, TF_M_JOB_STATUS, &b, &st) == TF_OK, "%s",
+                st.msg);
+  tf_wire_msg_free(r);
+  j.recoveries = 0;
+  j.checkpoint = "";
+  j.checkpoint_step = 0;
+  same_info(&b.info, &j);
+  tf_msg_job_info_reply_fini(&b);
+  /* A list of them too. */
+  msgpack_sbuffer_clear(&sb);
+  msgpack_pack_map(&pk, 1);
+  pack_s(&pk, "jobs");
+  msgpack_pack_array(&pk, 2);
+  pack_info_bytes(&pk, &j, false);
+  pack_info_bytes(&pk, &j, false);
+  r = raw_msg(TF_M_LIST_JOBS, true, &sb);
+  tf_msg_list_jobs_reply l;
+  ck_assert_msg(tf_msg_list_jobs_reply_decode(r, &l, &st) == TF_OK, "%s", st.msg);
+  tf_wire_msg_free(r);
+  ck_assert_int_eq(l.n_jobs, 2);
+  same_info(&l.jobs[1], &j);
+  tf_msg_list_jobs_reply_fini(&l);
+  msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
+static void same_ckpts(const tf_msg_job_checkpoints_reply *b, const char *dir,
+                       const tf_msg_checkpoint *cs, int n) {
+  ck_assert_str_eq(b->dir, dir);
+  ck_assert_int_eq(b->n_checkpoints, n);
+  for (int i = 0; i < n; i++) {
+    ck_assert_str_eq(b->checkpoints[i].name, cs[i].name);
+    ck_assert(b->checkpoints[i].step == cs[i].step);
+    ck_assert(b->checkpoints[i].time_ms == cs[i].time_ms);
+    ck_assert(b->checkpoints[i].bytes == cs[i].bytes);
+  }
+}
+
+START_TEST(checkpoints_round_trip) {
+  tf_msg_checkpoint extremes[] = {{"", 0, 0, 0}, {"ckpt-9223372036854775807", INT64_MAX,
+                                                  INT64_MAX, INT64_MAX}};
+  const struct { const char *dir; const tf_msg_checkpoint *cs; int n; } cases[] = {
+      {"run/ckpt/fmnist", ckpts3, 0}, {"run/ckpt/fmnist", ckpts3, 3},
+      {"/var/lib/tf/\xc3\xa9", extremes, 2}, {"", ckpts3, 1}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tf_wire_msg *r = ckpts_reply_msg(cases[k].dir, cases[k].cs, cases[k].n);
+    tf_msg_job_checkpoints_reply b;
+    tf_status st;
+    ck_assert_msg(tf_msg_job_checkpoints_reply_decode(r, &b, &st) == TF_OK, "%s", st.msg);
+    tf_wire_msg_free(r);
+    same_ckpts(&b, cases[k].dir, cases[k].cs, cases[k].n);
+    tf_msg_job_checkpoints_reply_fini(&b);
+    ck_assert_ptr_null(b.checkpoints);
+  }
+  /* A request's body is not a reply's, nor another method's. */
+  tf_wire_msg *r = ckpts_reply_msg("d", ckpts3, 1);
+  tf_msg_job_checkpoints_req q;
+  tf_status st;
+  ck_assert_int_eq(tf_msg_job_checkpoints_req_decode(r, &q, &st), TF_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(st.msg, "JobCheckpoints") != NULL, "%s", st.msg);
+  tf_wire_msg_free(r);
+  r = logs_reply_msg(0, NULL, 0, 0);
+  tf_msg_job_checkpoints_reply b;
+  ck_assert_int_eq(tf_msg_job_checkpoints_reply_decode(r, &b, &st), TF_INVALID_ARGUMENT);
+  ck_assert_str_eq(st.msg, "JobCheckpoints reply: the message is a JobLogs reply");
+  tf_wire_msg_free(r);
+}
+END_TEST
+
+/* TF_MSG_MAX_CHECKPOINTS entries go; one more fails tf_wire_finish naming
+ * the field and the cap, and is refused when it arrives anyway. */
+START_TEST(checkpoints_cap) {
+  int n = TF_MSG_MAX_CHECKPOINTS + 1;
+  tf_msg_checkpoint *cs = calloc((size_t)n, sizeof *cs);
+  for (int i = 0; i < n; i++) cs[i] = (tf_msg_checkpoint){"ckpt-1", i, 1000 + i, 10 * i};
+  tf_wire_writer *w = mt_writer(TF_M_JOB_CHECKPOINTS, true);
+  tf_msg_job_checkpoints_reply_encode(w, &(tf_msg_job_checkpoints_reply){
+                                             .dir = "d", .n_checkpoints = n,
+                                             .checkpoints = cs});
+  mt_finish_fails(w, "JobCheckpoints reply: 'checkpoints' has 1001 entries, over the cap of "
+                     "1000 (TF_MSG_MAX_CHECKPOINTS)");
+  tf_wire_msg *r = ckpts_reply_msg("d", cs, n - 1);
+  tf_msg_job_checkpoints_reply b;
+  tf_status st;
+  ck_assert_msg(tf_msg_job_checkpoints_reply_decode(r, &b, &st) == TF_OK, "%s", st.msg);
+  same_ckpts(&b, "d", cs, n - 1);
+  tf_msg_job_checkpoints_reply_fini(&b);
+  tf_wire_msg_free(r);
+  free(cs);
+}
+END_TEST
+
+START_TEST(checkpoints_reply_hostile) {
+  static const mt_case cr[] = {
+      {"dir", MT_DEL, 0, "JobCheckpoints reply: field 'dir' is missing"},
+      {"checkpoints", MT_DEL, 0, "JobCheckpoints reply: field 'checkpoints' is missing"},
+      {"dir", MT_NIL, 0, "JobCheckpoints reply: field 'dir' is a nil, not a str"},
+      {"dir", MT_STRNUL, 0, "JobCheckpoints reply: field 'dir' holds a NUL byte"},
+      {"checkpoints", MT_MAP, 0, "JobCheckpoints reply: field 'checkpoints' is a map, not "
+                                 "an array"},
+      {"checkpoints", MT_ARRAY, TF_MSG_MAX_CHECKPOINTS + 1,
+       "JobCheckpoints reply: 'checkpoints' has 1001 entries, over the cap of 1000 "
+       "(TF_MSG_MAX_CHECKPOINTS)"},
+      {"checkpoints.1", MT_STR, 2, "JobCheckpoints reply: checkpoints[1] is a str, not a "
+                                   "map"},
+      {"checkpoints.0.name", MT_DEL, 0, "JobCheckpoints reply: checkpoints[0]: field "
+                                        "'name' is missing"},
+      {"checkpoints.2.step", MT_DEL, 0, "checkpoints[2]: field 'step' is missing"},
+      {"checkpoints.1.time_ms", MT_DEL, 0, "checkpoints[1]: field 'time_ms' is missing"},
+      {"checkpoints.1.bytes", MT_DEL, 0, "checkpoints[1]: field 'bytes' is missing"},
+      {"checkpoints.0.name", MT_INT, 1, "checkpoints[0]: field 'name' is a int, not a str"},
+      {"checkpoints.0.step", MT_INT, -1, "JobCheckpoints reply: checkpoints[0]: field "
+                                         "'step' is -1, not in [0, 9223372036854775807]"},
+      {"checkpoints.2.time_ms", MT_HUGE, 0, "checkpoints[2]: field 'time_ms' is "
+                                            "18446744073709551615, not in [0,"},
+      {"checkpoints.2.bytes", MT_STR, 4, "checkpoints[2]: field 'bytes' is a str, not an "
+                                         "int"},
+      {"checkpoints.1.bytes", MT_DUP, 0, "checkpoints[1]: field 'bytes' appears twice"},
+      {"checkpoints.1.", MT_INTKEY, 0, "checkpoints[1]: key 4 is a int, not a str"},
+      {"", MT_INTKEY, 0, "JobCheckpoints reply: key 2 is a int, not a str"},
+  };
+  int n = (int)(sizeof cr / sizeof cr[0]);
+  mt_hostile(&ckpts_reply_ops, ckpts_reply_msg("run/ckpt", ckpts3, 3), cr, n);
+}
+END_TEST
+
 START_TEST(byte_flips) {
   tt_rng_reseed(tt_seed() ^ 0xf1);
   int n = 300;
@@ -818,6 +1132,8 @@ START_TEST(byte_flips) {
   mt_flips(&control_ops, control_msg("j", "step", 3), n);
   const char *lines[] = {"one", "", "three"};
   mt_flips(&logs_reply_ops, logs_reply_msg(4, lines, 3, 7), n);
+  mt_flips(&control_ops, restore_msg("j", "ckpt-300"), n);
+  ck_assert_int_gt(mt_flips(&ckpts_reply_ops, ckpts_reply_msg("run/ckpt", ckpts3, 3), n), 0);
 }
 END_TEST
 
@@ -840,6 +1156,10 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, submit_and_requests_hostile);
   tcase_add_test(tc, info_hostile);
   tcase_add_test(tc, logs_reply_hostile);
+  tcase_add_test(tc, info_from_older_peer);
+  tcase_add_test(tc, checkpoints_round_trip);
+  tcase_add_test(tc, checkpoints_cap);
+  tcase_add_test(tc, checkpoints_reply_hostile);
   tcase_add_test(tc, byte_flips);
   suite_add_tcase(s, tc);
   return s;

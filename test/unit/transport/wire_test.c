@@ -215,6 +215,7 @@ START_TEST(test_method_names) {
   ck_assert_str_eq(tf_method_name(TF_M_TENSOR_PUSH), "TensorPush");
   ck_assert_str_eq(tf_method_name(TF_M_CLUSTER_STATUS), "ClusterStatus");
   ck_assert_str_eq(tf_method_name(TF_M_GET_STATUS), "GetStatus");
+  ck_assert_str_eq(tf_method_name(TF_M_JOB_CHECKPOINTS), "JobCheckpoints");
   ck_assert_str_eq(tf_method_name(99), "unknown");
   ck_assert_str_eq(tf_method_name(-1), "unknown");
 }
