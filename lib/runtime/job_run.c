@@ -395,6 +395,45 @@ bool tf_job_wait(tf_job *j, int64_t timeout_ms) {
   return done;
 }
 
+void tf_job_hold(tf_job *j) {
+  pthread_mutex_lock(&j->mu);
+  j->holds++;
+  pthread_mutex_unlock(&j->mu);
+}
+
+void tf_job_release(tf_job *j) {
+  pthread_mutex_lock(&j->mu);
+  TF_ASSERT(j->holds > 0);
+  j->holds--;
+  pthread_cond_broadcast(&j->cv);
+  pthread_mutex_unlock(&j->mu);
+}
+
+bool tf_job_held(tf_job *j) {
+  pthread_mutex_lock(&j->mu);
+  bool held = j->holds > 0;
+  pthread_mutex_unlock(&j->mu);
+  return held;
+}
+
+/* Waits for the holds on j to be released. A holder's wait on the job is
+ * bounded (tf_job_checkpoint's timeout, and the thread has ended by
+ * now), so this ends; it logs once should it take long. */
+static void wait_holds(tf_job *j) {
+  int64_t t0 = tf__job_now_ns();
+  bool logged = false;
+  pthread_mutex_lock(&j->mu);
+  while (j->holds > 0) {
+    tf__cond_wait_ms(&j->cv, &j->mu, 50);
+    if (!logged && tf__job_now_ns() - t0 > 5000000000LL) {
+      tf_log(LOG_WARNING, "job %s: freeing it waits for %d request(s) using it", j->id,
+             j->holds);
+      logged = true;
+    }
+  }
+  pthread_mutex_unlock(&j->mu);
+}
+
 void tf_job_free(tf_job *j) {
   if (j == NULL) {
     return;
@@ -403,6 +442,7 @@ void tf_job_free(tf_job *j) {
     tf_job_stop(j, -1);
     pthread_join(j->thread, NULL);
   }
+  wait_holds(j);
   for (int i = 0; i < TF_JOB_LOG_LINES; i++) {
     free(j->log[i]);
   }

@@ -165,7 +165,18 @@ bool tf_job_stop(tf_job *j, int64_t timeout_ms);
 /* Waits up to timeout_ms (< 0: forever) for the job's thread to end; true
  * when it did. */
 bool tf_job_wait(tf_job *j, int64_t timeout_ms);
-/* Stops (waiting as long as it takes) and frees. NULL-safe. */
+/* Holds j for a caller that goes on using it after releasing the lock
+ * under which it found j (the master's job table: a JobControl checkpoint
+ * waits for the job without holding the table). tf_job_free waits until
+ * every hold is released; tf_job_held says whether one is, so that a
+ * table drops only jobs nobody holds. tf_job_release is the holder's last
+ * touch of j. */
+void tf_job_hold(tf_job *j);
+void tf_job_release(tf_job *j);
+bool tf_job_held(tf_job *j);
+
+/* Stops (waiting as long as it takes), waits for the holds to be released
+ * and frees. NULL-safe. */
 void tf_job_free(tf_job *j);
 
 #endif

@@ -56,6 +56,7 @@ struct tf_job {
   tf_code ckpt_answer_code;
   char *restore_req;       /* tfctl restore: a checkpoint, "" the latest */
   bool suspend;            /* the master drains: checkpoint, end resumable */
+  int holds;               /* tf_job_hold minus tf_job_release */
   int recoveries;          /* counted against recovery.max_attempts */
   int64_t recover_ns;      /* when the tasks were back (0: not recovering) */
   char *last_recovery;     /* why the last recovery began */

@@ -408,7 +408,8 @@ static nng_msg *master_status(tf_master *m, const tf_wire_msg *req, tf_status *s
 }
 
 /* The methods answered before the handler returns (none waits for a task
- * except CreateSession's bounded wait for the first health round). */
+ * except CreateSession's bounded wait for the first health round and a
+ * JobControl checkpoint's bounded wait for its job, master_ckpt.c). */
 static nng_msg *handle_now(tf_master *m, const tf_wire_msg *req, tf_status *st) {
   switch (req->h.method) {
     case TF_M_GET_STATUS: return master_status(m, req, st);
@@ -423,6 +424,7 @@ static nng_msg *handle_now(tf_master *m, const tf_wire_msg *req, tf_status *st) 
     case TF_M_JOB_STATUS: return tf__ms_job_status(m, req, st);
     case TF_M_JOB_CONTROL: return tf__ms_job_control(m, req, st);
     case TF_M_JOB_LOGS: return tf__ms_job_logs(m, req, st);
+    case TF_M_JOB_CHECKPOINTS: return tf__ms_job_checkpoints(m, req, st);
     default:
       tf_status_set(st, TF_UNIMPLEMENTED, "master: method %d (%s) is not a "
                     "master method", req->h.method, tf_method_name(req->h.method));

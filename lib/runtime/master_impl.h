@@ -118,6 +118,7 @@ struct tf_master {
   int n_jobs;
   uint64_t job_seq;
   bool draining_jobs;  /* no new jobs */
+  int ckpt_waits;      /* JobControl checkpoints waiting for their job (jobs_mu) */
 };
 
 /* A writer for the OK reply to req, from the master (its task name and
@@ -199,6 +200,19 @@ nng_msg *tf__ms_list_jobs(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_status(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_control(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_logs(tf_master *m, const tf_wire_msg *req, tf_status *st);
+/* The job `id`, held (tf_job_hold: the caller releases it) so that it
+ * may be used without jobs_mu, or NULL with st NOT_FOUND. */
+struct tf_job *tf__ms_job_find_held(tf_master *m, const char *id, tf_status *st);
+/* The JobStatus / JobControl reply to req for job j (held, or under
+ * jobs_mu) as it is now, with note (NULL: ""). */
+nng_msg *tf__ms_job_info_reply(tf_master *m, const tf_wire_msg *req, struct tf_job *j,
+                               const char *note, tf_status *st);
+/* Checkpoints (master_ckpt.c; answered at once, a checkpoint after a
+ * bounded wait): JobControl's "checkpoint" and "restore" (r is the
+ * decoded request), and JobCheckpoints. */
+nng_msg *tf__ms_job_ckpt_control(tf_master *m, const tf_wire_msg *req,
+                                 const tf_msg_job_control_req *r, tf_status *st);
+nng_msg *tf__ms_job_checkpoints(tf_master *m, const tf_wire_msg *req, tf_status *st);
 /* Starts a job from spec (taken in every case) as id ("<name>-<seq>"), or
  * as a new id when id is NULL; records it (master_registry.c); out_id
  * gets the id. */

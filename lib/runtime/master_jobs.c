@@ -3,7 +3,9 @@
  * spec is parsed here, checked against the cluster and started as a job
  * (job_run.h) whose thread drives its steps through this master. At most
  * TF_MS_JOBS_ACTIVE jobs are queued, running or paused at once; of the
- * finished ones the newest are kept, up to TF_MS_JOBS_KEPT in all. */
+ * finished ones the newest are kept, up to TF_MS_JOBS_KEPT in all. A job
+ * is found under jobs_mu; a handler that uses it after releasing jobs_mu
+ * holds it (tf_job_hold), and the table never drops a held job. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -39,7 +41,8 @@ static tf_job *find(tf_master *m, const char *id) {
 }
 
 /* Makes room for a new job (under jobs_mu): RESOURCE_EXHAUSTED when too
- * many are active; drops the oldest finished one when the table is full. */
+ * many are active; drops the oldest finished one that no request holds
+ * when the table is full. */
 static tf_code make_room(tf_master *m, tf_job **dropped, tf_status *st) {
   int active = 0, oldest_final = -1;
   for (int i = 0; i < m->n_jobs; i++) {
@@ -47,7 +50,7 @@ static tf_code make_room(tf_master *m, tf_job **dropped, tf_status *st) {
     tf_job_info_get(m->jobs[i], &info);
     if (!tf_job_state_final(info.state)) {
       active++;
-    } else if (oldest_final < 0) {
+    } else if (oldest_final < 0 && !tf_job_held(m->jobs[i])) {
       oldest_final = i;
     }
   }
@@ -55,6 +58,11 @@ static tf_code make_room(tf_master *m, tf_job **dropped, tf_status *st) {
     return tf_status_set(st, TF_RESOURCE_EXHAUSTED, "%d jobs are active on "
                          "the master, the most it runs at once; cancel one or "
                          "wait", active);
+  }
+  if (m->n_jobs == TF_MS_JOBS_KEPT && oldest_final < 0) {
+    return tf_status_set(st, TF_UNAVAILABLE, "the master's table of %d jobs is "
+                         "full and requests are using its finished jobs; retry",
+                         TF_MS_JOBS_KEPT);
   }
   *dropped = NULL;
   if (m->n_jobs == TF_MS_JOBS_KEPT) {
@@ -162,25 +170,33 @@ static void to_msg(const tf_job_info *in, tf_msg_job_info *out, tf_msg_metric *m
       .steps_per_s = in->steps_per_s, .elapsed_ms = in->elapsed_ms,
       .submitted_ms = in->submitted_ms, .error = in->error,
       .n_metrics = in->n_metrics, .metrics = mt,
-      .n_replica_steps = in->n_replicas, .replica_steps = (int64_t *)in->replica_steps};
+      .n_replica_steps = in->n_replicas, .replica_steps = (int64_t *)in->replica_steps,
+      .recoveries = in->recoveries, .checkpoint = in->checkpoint,
+      .checkpoint_step = in->checkpoint_step, .note = ""};
   for (int i = 0; i < in->n_metrics; i++) {
     mt[i] = (tf_msg_metric){.name = in->metric_names[i], .value = in->metric_values[i]};
   }
 }
 
-static nng_msg *info_reply(tf_master *m, const tf_wire_msg *req, tf_job *j,
-                           tf_status *st) {
+nng_msg *tf__ms_job_info_reply(tf_master *m, const tf_wire_msg *req, tf_job *j,
+                               const char *note, tf_status *st) {
   tf_job_info info;
   tf_msg_metric mt[TF_JOB_INFO_METRICS];
   tf_job_info_get(j, &info);
   tf_msg_job_info_reply b;
   memset(&b, 0, sizeof b);
   to_msg(&info, &b.info, mt);
+  b.info.note = note != NULL ? note : "";
   tf_wire_writer *wr = tf__ms_reply_writer(m, req);
   tf_msg_job_info_reply_encode(wr, &b);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);
   return msg;
+}
+
+static nng_msg *info_reply(tf_master *m, const tf_wire_msg *req, tf_job *j,
+                           tf_status *st) {
+  return tf__ms_job_info_reply(m, req, j, NULL, st);
 }
 
 /* The job `id` (under jobs_mu), or NULL with st NOT_FOUND. */
@@ -189,6 +205,16 @@ static tf_job *find_or_fail(tf_master *m, const char *id, tf_status *st) {
   if (j == NULL) {
     tf_status_set(st, TF_NOT_FOUND, "no job '%s' (tfctl jobs lists them)", id);
   }
+  return j;
+}
+
+tf_job *tf__ms_job_find_held(tf_master *m, const char *id, tf_status *st) {
+  pthread_mutex_lock(&m->jobs_mu);
+  tf_job *j = find_or_fail(m, id, st);
+  if (j != NULL) {
+    tf_job_hold(j);
+  }
+  pthread_mutex_unlock(&m->jobs_mu);
   return j;
 }
 
@@ -234,6 +260,11 @@ nng_msg *tf__ms_job_control(tf_master *m, const tf_wire_msg *req, tf_status *st)
   tf_msg_job_control_req r;
   if (tf_msg_job_control_req_decode(req, &r, st) != TF_OK) {
     return NULL;
+  }
+  if (strcmp(r.action, "checkpoint") == 0 || strcmp(r.action, "restore") == 0) {
+    nng_msg *msg = tf__ms_job_ckpt_control(m, req, &r, st); /* without jobs_mu */
+    tf_msg_job_control_req_fini(&r);
+    return msg;
   }
   pthread_mutex_lock(&m->jobs_mu);
   tf_job *j = find_or_fail(m, r.job, st);
@@ -309,8 +340,15 @@ void tf__ms_jobs_stop(tf_master *m, int64_t timeout_ms) {
 
 void tf__ms_jobs_free(tf_master *m) {
   tf__ms_jobs_stop(m, 0);
-  for (int i = 0; i < m->n_jobs; i++) {
-    tf_job_free(m->jobs[i]);
-  }
+  /* Emptied under jobs_mu, so that a request arriving now finds no job;
+   * tf_job_free waits for those that hold one. */
+  pthread_mutex_lock(&m->jobs_mu);
+  int n = m->n_jobs;
+  tf_job *jobs[TF_MS_JOBS_KEPT];
+  memcpy(jobs, m->jobs, (size_t)n * sizeof *jobs);
   m->n_jobs = 0;
+  pthread_mutex_unlock(&m->jobs_mu);
+  for (int i = 0; i < n; i++) {
+    tf_job_free(jobs[i]);
+  }
 }
