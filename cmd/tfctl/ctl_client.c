@@ -1,5 +1,6 @@
 /* ctl_client.c: GetStatus, ClusterStatus, ListDevices and the job
- * methods as blocking calls with deadlines; their replies are decoded by
+ * methods (JobCheckpoints and JobControl's checkpoint and restore
+ * included) as blocking calls with deadlines; their replies are decoded by
  * lib/transport's messages (messages.h) and copied into the tf_ctl_*
  * structs tfctl keeps. */
 #include "cmd/tfctl/ctl_client.h"
@@ -250,6 +251,8 @@ void tf_ctl_job_fini(tf_ctl_job *j) {
   free(j->state);
   free(j->mode);
   free(j->error);
+  free(j->checkpoint);
+  free(j->note);
   memset(j, 0, sizeof *j);
 }
 
@@ -275,7 +278,9 @@ static void copy_job(const tf_msg_job_info *j, tf_ctl_job *out) {
                       .workers = j->workers, .step = j->step, .steps = j->steps,
                       .loss = j->loss, .steps_per_s = j->steps_per_s,
                       .elapsed_ms = j->elapsed_ms, .submitted_ms = j->submitted_ms,
-                      .error = strdup(j->error), .n_metrics = j->n_metrics};
+                      .error = strdup(j->error), .n_metrics = j->n_metrics,
+                      .recoveries = j->recoveries, .checkpoint = strdup(j->checkpoint),
+                      .checkpoint_step = j->checkpoint_step, .note = strdup(j->note)};
   out->metrics = calloc((size_t)j->n_metrics + 1, sizeof *out->metrics);
   for (int i = 0; i < j->n_metrics; i++) {
     out->metrics[i] = (tf_ctl_metric){strdup(j->metrics[i].name), j->metrics[i].value};
@@ -364,6 +369,62 @@ tf_code tf_ctl_job_control(const char *master_url, int64_t timeout_ms, const cha
   tf_msg_job_control_req_encode(w, &(tf_msg_job_control_req){.job = job, .action = action,
                                                               .steps = steps});
   return call_job_info(master_url, TF_M_JOB_CONTROL, w, timeout_ms, out, st);
+}
+
+/* JobControl action ("checkpoint" or "restore") with checkpoint ckpt. */
+static tf_code ckpt_control(const char *master_url, int64_t timeout_ms, const char *job,
+                            const char *action, const char *ckpt, tf_ctl_job *out,
+                            tf_status *st) {
+  tf_wire_writer *w = request(TF_M_JOB_CONTROL, TF_MSG_MASTER_TASK, timeout_ms);
+  tf_msg_job_control_req_encode(w, &(tf_msg_job_control_req){.job = job, .action = action,
+                                                              .checkpoint = ckpt});
+  return call_job_info(master_url, TF_M_JOB_CONTROL, w, timeout_ms, out, st);
+}
+
+tf_code tf_ctl_job_checkpoint(const char *master_url, int64_t timeout_ms, const char *job,
+                              tf_ctl_job *out, tf_status *st) {
+  return ckpt_control(master_url, timeout_ms, job, "checkpoint", "", out, st);
+}
+
+tf_code tf_ctl_job_restore(const char *master_url, int64_t timeout_ms, const char *job,
+                           const char *ckpt, tf_ctl_job *out, tf_status *st) {
+  return ckpt_control(master_url, timeout_ms, job, "restore", ckpt != NULL ? ckpt : "", out,
+                      st);
+}
+
+void tf_ctl_ckpts_fini(tf_ctl_ckpts *c) {
+  for (int i = 0; c->items != NULL && i < c->n; i++) {
+    free(c->items[i].name);
+  }
+  free(c->items);
+  free(c->dir);
+  memset(c, 0, sizeof *c);
+}
+
+tf_code tf_ctl_job_checkpoints(const char *master_url, int64_t timeout_ms, const char *job,
+                               tf_ctl_ckpts *out, tf_status *st) {
+  memset(out, 0, sizeof *out);
+  tf_wire_writer *w = request(TF_M_JOB_CHECKPOINTS, TF_MSG_MASTER_TASK, timeout_ms);
+  tf_msg_job_checkpoints_req_encode(w, &(tf_msg_job_checkpoints_req){.job = job});
+  tf_wire_msg *r = NULL;
+  if (call_with(master_url, w, timeout_ms, &r, st) != TF_OK) {
+    return st->code;
+  }
+  tf_msg_job_checkpoints_reply b;
+  tf_code code = tf_msg_job_checkpoints_reply_decode(r, &b, st);
+  tf_wire_msg_free(r);
+  if (code == TF_OK) {
+    out->dir = strdup(b.dir);
+    out->n = b.n_checkpoints;
+    out->items = calloc((size_t)b.n_checkpoints + 1, sizeof *out->items);
+    for (int i = 0; i < b.n_checkpoints; i++) {
+      const tf_msg_checkpoint *c = &b.checkpoints[i];
+      out->items[i] = (tf_ctl_ckpt){.name = strdup(c->name), .step = c->step,
+                                    .time_ms = c->time_ms, .bytes = c->bytes};
+    }
+  }
+  tf_msg_job_checkpoints_reply_fini(&b);
+  return code;
 }
 
 tf_code tf_ctl_job_logs(const char *master_url, int64_t timeout_ms, const char *job,

@@ -1,7 +1,7 @@
 /* ctl_client.h: the client calls tfctl and the integration harness make
  * (docs/wire.md): GetStatus straight to a task, ClusterStatus,
  * ListDevices and the job methods (SubmitJob, ListJobs, JobStatus,
- * JobControl, JobLogs) to the master, each a blocking call with a
+ * JobControl, JobLogs, JobCheckpoints) to the master, each a blocking call with a
  * deadline whose reply body is decoded into plain structs. */
 #ifndef TF_RUNTIME_CTL_CLIENT_H
 #define TF_RUNTIME_CTL_CLIENT_H
@@ -99,6 +99,10 @@ typedef struct tf_ctl_job {
   tf_ctl_metric *metrics;
   int n_replica_steps;    /* 0: not reported */
   int64_t *replica_steps; /* steps each replica finished */
+  int recoveries;         /* automatic recoveries so far */
+  char *checkpoint;       /* the newest checkpoint written or restored, "" */
+  int64_t checkpoint_step;
+  char *note;             /* what a checkpoint or restore did, "" */
 } tf_ctl_job;
 
 void tf_ctl_job_fini(tf_ctl_job *j);
@@ -126,6 +130,41 @@ tf_code tf_ctl_job_status(const char *master_url, int64_t timeout_ms, const char
 tf_code tf_ctl_job_control(const char *master_url, int64_t timeout_ms, const char *job,
                            const char *action, int64_t steps, tf_ctl_job *out,
                            tf_status *st);
+
+/* JobControl "checkpoint": the job takes a checkpoint now; out->note gets
+ * its path. The call's deadline is also how long the master waits for the
+ * job to take it. FAILED_PRECONDITION from the master when the job has no
+ * checkpoint section or is not running or paused. */
+tf_code tf_ctl_job_checkpoint(const char *master_url, int64_t timeout_ms, const char *job,
+                              tf_ctl_job *out, tf_status *st);
+
+/* JobControl "restore": the job goes back to checkpoint ckpt (NULL or "":
+ * its latest good one; else a name ckpt-<step>, or a path as
+ * tf_ctl_job_checkpoint gives it); out->note says which, and what was
+ * skipped. */
+tf_code tf_ctl_job_restore(const char *master_url, int64_t timeout_ms, const char *job,
+                           const char *ckpt, tf_ctl_job *out, tf_status *st);
+
+/* One checkpoint of a job as JobCheckpoints reports it. */
+typedef struct tf_ctl_ckpt {
+  char *name;        /* "ckpt-300" */
+  int64_t step;
+  int64_t time_ms;   /* when it was committed, Unix time in ms */
+  int64_t bytes;     /* the size of its files */
+} tf_ctl_ckpt;
+
+/* A job's checkpoint directory and its checkpoints, oldest first. */
+typedef struct tf_ctl_ckpts {
+  char *dir;
+  int n;
+  tf_ctl_ckpt *items;
+} tf_ctl_ckpts;
+
+void tf_ctl_ckpts_fini(tf_ctl_ckpts *c);
+
+/* JobCheckpoints of job into *out (tf_ctl_ckpts_fini; zeroed on error). */
+tf_code tf_ctl_job_checkpoints(const char *master_url, int64_t timeout_ms, const char *job,
+                               tf_ctl_ckpts *out, tf_status *st);
 
 /* A job's log lines as one JobLogs call returns them: lines[i] is line
  * first + i; next is where the following call starts. */

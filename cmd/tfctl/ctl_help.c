@@ -20,6 +20,9 @@ static const char *const global_text =
     "  step JOB [-n N]                 a paused job runs N more steps (default 1)\n"
     "  pause JOB, resume JOB, cancel JOB\n"
     "  logs JOB [--follow]             a job's log lines; --follow: until it ends\n"
+    "  checkpoint JOB                  take a checkpoint now; prints its path on the last line\n"
+    "  checkpoints JOB                 a job's checkpoints: name, step, time, size\n"
+    "  restore JOB [CHECKPOINT]        go back to a checkpoint (default: the latest good one)\n"
     "  help [COMMAND]                  this text, or a command's\n"
     "options: -c, --config CONFIG      the cluster spec (YAML); its master task is the address\n"
     "         -m, --master ADDRESS     the master's address (host:port or a URL)\n"
@@ -80,7 +83,9 @@ static const ctl_help_entry entries[] = {
     {"status",
      "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] status JOB [--follow]\n"
      "Prints the job's id, name, state, mode, step, loss, steps/s, elapsed time,\n"
-     "the error when it failed, and its latest metrics (NAME: VALUE) last.\n"
+     "recoveries (automatic ones so far), the newest checkpoint (PATH (step S),\n"
+     "when there is one), the error when it failed, and its latest metrics\n"
+     "(NAME: VALUE) last.\n"
      "--follow: polls every 200 ms until the job is done, failed or cancelled,\n"
      "showing one progress line on a terminal (a line every 5 s and on every\n"
      "state change otherwise), then prints the same summary. Polls that fail\n"
@@ -107,6 +112,26 @@ static const ctl_help_entry entries[] = {
      "Prints the job's log lines that the master keeps, oldest first. --follow:\n"
      "then prints new lines as they come until the job is done, failed or\n"
      "cancelled (exit 0 once every line is printed).\n"},
+    {"checkpoint",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] checkpoint JOB\n"
+     "Makes the running or paused job JOB save a checkpoint between two steps\n"
+     "(the job's spec needs a checkpoint section) and waits for it, up to\n"
+     "--timeout-ms. Prints \"job JOB: checkpoint at step S\" and then the\n"
+     "checkpoint's path alone on the last line:\n"
+     "  ckpt=$(tfctl -c conf/local.yaml checkpoint JOB | tail -1)\n"},
+    {"checkpoints",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] checkpoints JOB\n"
+     "Prints the checkpoints in the job's checkpoint directory, oldest first:\n"
+     "CHECKPOINT (its name), STEP, TIME (when it was written, local time) and\n"
+     "SIZE; \"no checkpoints yet\" when there are none.\n"},
+    {"restore",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] restore JOB [CHECKPOINT]\n"
+     "Makes the job JOB go back to CHECKPOINT (a name from tfctl checkpoints,\n"
+     "ckpt-<step>, or the path tfctl checkpoint printed; default: the latest\n"
+     "checkpoint that verifies). The checkpoint is checked first; the steps in\n"
+     "flight are aborted, the variables restored, and the job goes on from\n"
+     "the checkpoint's step. Prints what the master does (\"job JOB: restoring\n"
+     "PATH (step S)\") and any newer checkpoint it skipped and why.\n"},
     {"help",
      "usage: tfctl help [COMMAND]\n"
      "Prints tfctl's usage, or COMMAND's.\n"},

@@ -1,7 +1,8 @@
 /* ctl_jobs.c: tfctl's job commands (ctl_jobs.h): reading and submitting
  * a spec, the jobs table, a job's summary and progress line, following a
  * job until it ends (polling JobStatus; a failed poll is retried for a
- * while), the control actions and the log lines. Output goes to the
+ * while), the control actions, the log lines, and checkpoints (take one,
+ * list them, restore one). Output goes to the
  * streams the caller gives, so tests read it without a terminal. */
 #include "cmd/tfctl/ctl_jobs.h"
 
@@ -11,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cmd/tfctl/ctl_procs.h"
+#include "lib/core/base/util.h"
 #include "lib/transport/messages.h"
 
 #define BAR_WIDTH 20
@@ -144,6 +147,10 @@ void tf_ctl_job_summary(FILE *f, const tf_ctl_job *j) {
   fprintf(f, "loss: %s\n", loss_text(j->loss, loss, sizeof loss));
   fprintf(f, "steps/s: %.1f\n", j->steps_per_s);
   fprintf(f, "elapsed: %.1f s\n", (double)j->elapsed_ms / 1000.0);
+  fprintf(f, "recoveries: %d\n", j->recoveries);
+  if (j->checkpoint[0] != '\0') {
+    fprintf(f, "checkpoint: %s (step %lld)\n", j->checkpoint, (long long)j->checkpoint_step);
+  }
   if (strcmp(j->state, "failed") == 0) {
     fprintf(f, "error: %s\n", j->error[0] != '\0' ? j->error : "-");
   }
@@ -207,6 +214,30 @@ int tf_ctl_cmd_submit(const tf_ctl_jobs_opts *o, const char *path) {
   return 0;
 }
 
+/* ---- tables --------------------------------------------------------------- */
+
+enum { CELL = 128 };
+
+/* Prints rows x cols cells (row-major; row 0 the header) as columns two
+ * spaces apart, each as wide as its widest cell (the last unpadded). */
+static void print_table(FILE *f, int rows, int cols, const char (*cells)[CELL]) {
+  int width[8] = {0};
+  TF_ASSERT(cols <= 8);
+  for (int r = 0; r < rows; r++) {
+    for (int k = 0; k < cols; k++) {
+      int w = (int)strlen(cells[r * cols + k]);
+      width[k] = w > width[k] ? w : width[k];
+    }
+  }
+  for (int r = 0; r < rows; r++) {
+    for (int k = 0; k < cols - 1; k++) {
+      fprintf(f, "%-*s  ", width[k], cells[r * cols + k]);
+    }
+    fprintf(f, "%s\n", cells[r * cols + cols - 1]);
+  }
+  fflush(f);
+}
+
 /* ---- jobs ------------------------------------------------------------------ */
 
 enum { N_COLS = 6 };
@@ -240,21 +271,11 @@ int tf_ctl_cmd_jobs(const tf_ctl_jobs_opts *o) {
   if (n == 0) {
     fprintf(o->out, "no jobs\n");
   }
-  char (*cells)[N_COLS][128] = calloc((size_t)n + 1, sizeof *cells);
-  int width[N_COLS] = {0};
+  char (*cells)[N_COLS][CELL] = calloc((size_t)n + 1, sizeof *cells);
   for (int r = 0; n > 0 && r <= n; r++) {
     job_cells(r == 0 ? NULL : &js[r - 1], cells[r]);
-    for (int k = 0; k < N_COLS; k++) {
-      int w = (int)strlen(cells[r][k]);
-      width[k] = w > width[k] ? w : width[k];
-    }
   }
-  for (int r = 0; n > 0 && r <= n; r++) {
-    for (int k = 0; k < N_COLS - 1; k++) {
-      fprintf(o->out, "%-*s  ", width[k], cells[r][k]);
-    }
-    fprintf(o->out, "%s\n", cells[r][N_COLS - 1]);
-  }
+  print_table(o->out, n > 0 ? n + 1 : 0, N_COLS, (const char (*)[CELL])cells);
   fflush(o->out);
   free(cells);
   tf_ctl_jobs_free(js, n);
@@ -475,4 +496,102 @@ int tf_ctl_cmd_logs(const tf_ctl_jobs_opts *o, const char *job, bool follow_job)
     }
     tf_ctl_sleep_ms(opt_or(o->poll_ms, 200));
   }
+}
+
+/* ---- checkpoints ----------------------------------------------------------- */
+
+int tf_ctl_cmd_checkpoint(const tf_ctl_jobs_opts *o, const char *job) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_ctl_job j;
+  if (tf_ctl_job_checkpoint(o->master_url, o->timeout_ms, job, &j, &st) != TF_OK) {
+    return fail(o, "%s", st.msg);
+  }
+  if (j.note[0] == '\0') {
+    tf_ctl_job_fini(&j);
+    return fail(o, "job %s: the master took a checkpoint but did not say where", job);
+  }
+  if (strcmp(j.checkpoint, j.note) == 0) {
+    fprintf(o->out, "job %s: checkpoint at step %lld\n", j.job, (long long)j.checkpoint_step);
+  } else {
+    fprintf(o->out, "job %s: checkpoint taken\n", j.job);
+  }
+  fprintf(o->out, "%s\n", j.note);
+  fflush(o->out);
+  tf_ctl_job_fini(&j);
+  return 0;
+}
+
+/* "812 B", "1.5 KiB", "12.3 MiB", ... */
+static const char *size_text(int64_t bytes, char *buf, size_t n) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) {
+    snprintf(buf, n, "%lld B", (long long)bytes);
+    return buf;
+  }
+  double v = (double)bytes / 1024.0;
+  int u = 0;
+  while (v >= 1023.95 && u < 5) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, n, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+/* "2025-06-01 14:03:07" in local time, or "-" for 0. */
+static const char *time_text(int64_t ms, char *buf, size_t n) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  if (ms <= 0 || localtime_r(&t, &tm) == NULL || strftime(buf, n, "%Y-%m-%d %H:%M:%S",
+                                                          &tm) == 0) {
+    snprintf(buf, n, "-");
+  }
+  return buf;
+}
+
+enum { CK_COLS = 4 };
+
+int tf_ctl_cmd_checkpoints(const tf_ctl_jobs_opts *o, const char *job) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_ctl_ckpts c;
+  if (tf_ctl_job_checkpoints(o->master_url, o->timeout_ms, job, &c, &st) != TF_OK) {
+    return fail(o, "%s", st.msg);
+  }
+  if (c.n == 0) {
+    fprintf(o->out, "no checkpoints yet (in %s)\n", c.dir);
+    fflush(o->out);
+    tf_ctl_ckpts_fini(&c);
+    return 0;
+  }
+  char (*cells)[CK_COLS][CELL] = calloc((size_t)c.n + 1, sizeof *cells);
+  static const char *const head[CK_COLS] = {"CHECKPOINT", "STEP", "TIME", "SIZE"};
+  for (int k = 0; k < CK_COLS; k++) {
+    snprintf(cells[0][k], CELL, "%s", head[k]);
+  }
+  for (int i = 0; i < c.n; i++) {
+    const tf_ctl_ckpt *k = &c.items[i];
+    snprintf(cells[i + 1][0], CELL, "%s", k->name);
+    snprintf(cells[i + 1][1], CELL, "%lld", (long long)k->step);
+    time_text(k->time_ms, cells[i + 1][2], CELL);
+    size_text(k->bytes, cells[i + 1][3], CELL);
+  }
+  print_table(o->out, c.n + 1, CK_COLS, (const char (*)[CELL])cells);
+  free(cells);
+  tf_ctl_ckpts_fini(&c);
+  return 0;
+}
+
+int tf_ctl_cmd_restore(const tf_ctl_jobs_opts *o, const char *job, const char *ckpt) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_ctl_job j;
+  if (tf_ctl_job_restore(o->master_url, o->timeout_ms, job, ckpt, &j, &st) != TF_OK) {
+    return fail(o, "%s", st.msg);
+  }
+  fprintf(o->out, "job %s: %s\n", j.job, j.note[0] != '\0' ? j.note : j.state);
+  fflush(o->out);
+  tf_ctl_job_fini(&j);
+  return 0;
 }

@@ -1,6 +1,6 @@
 /* ctl_jobs.h: tfctl's job commands (docs/operations.md "Jobs"): submit,
- * jobs, status [--follow], step, pause, resume, cancel and logs
- * [--follow], against the master's job methods (ctl_client.h). Each
+ * jobs, status [--follow], step, pause, resume, cancel, logs [--follow],
+ * checkpoint, checkpoints and restore, against the master's job methods (ctl_client.h). Each
  * prints its results to o->out and, when it fails, one line
  * "tfctl: <reason>" to o->err, and returns tfctl's exit status: 0, or 1
  * when the command failed (usage errors, exit 2, are main.c's). A reason
@@ -62,6 +62,21 @@ int tf_ctl_cmd_control(const tf_ctl_jobs_opts *o, const char *job, const char *a
  * printed; exit 0 (failed polls as for status --follow). */
 int tf_ctl_cmd_logs(const tf_ctl_jobs_opts *o, const char *job, bool follow);
 
+/* tfctl checkpoint JOB: the job takes a checkpoint now (the master waits
+ * for it up to o->timeout_ms); prints "job ID: checkpoint at step S" and
+ * then its path alone on the last line. */
+int tf_ctl_cmd_checkpoint(const tf_ctl_jobs_opts *o, const char *job);
+
+/* tfctl checkpoints JOB: a table CHECKPOINT STEP TIME SIZE, oldest first
+ * (TIME in local time, "2025-06-01 14:03:07"; SIZE in B, KiB, MiB, ...),
+ * or "no checkpoints yet (in DIR)". */
+int tf_ctl_cmd_checkpoints(const tf_ctl_jobs_opts *o, const char *job);
+
+/* tfctl restore JOB [CHECKPOINT]: the job goes back to CHECKPOINT (a name
+ * ckpt-<step> or its path; NULL: the latest good one); prints "job ID:
+ * restoring PATH (step S)" and what was skipped, as the master says. */
+int tf_ctl_cmd_restore(const tf_ctl_jobs_opts *o, const char *job, const char *ckpt);
+
 /* Whether state is final (done, failed, cancelled). */
 bool tf_ctl_job_final(const char *state);
 
@@ -73,7 +88,8 @@ bool tf_ctl_job_final(const char *state);
 const char *tf_ctl_job_line(const tf_ctl_job *j, bool bar, char *buf, size_t n);
 
 /* Prints j's summary to f: job, name, state, mode ("sync, 2 workers"),
- * step, loss, steps/s, elapsed, error (when failed), then each metric as
+ * step, loss, steps/s, elapsed, recoveries, the newest checkpoint ("PATH
+ * (step S)", when there is one), error (when failed), then each metric as
  * "NAME: VALUE" with 4 decimals. */
 void tf_ctl_job_summary(FILE *f, const tf_ctl_job *j);
 

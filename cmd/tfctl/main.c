@@ -1,7 +1,8 @@
 /* tfctl: the command-line client of a cluster (docs/operations.md).
  *   tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...
  * health, devices, run, graph and the job commands (submit, jobs, status,
- * step, pause, resume, cancel, logs: cmd/tfctl/ctl_jobs.h) talk to the
+ * step, pause, resume, cancel, logs, checkpoint, checkpoints, restore:
+ * cmd/tfctl/ctl_jobs.h) talk to the
  * master (-m, or the spec's master task with -c); cluster up|down start
  * and stop a local development
  * cluster (cmd/tfctl/ctl_procs.h); help [COMMAND], COMMAND --help and
@@ -202,8 +203,9 @@ static int ctl_resolve_master(ctl_args *a) {
 
 /* The job commands (cmd_job). */
 static bool is_job_cmd(const char *cmd) {
-  static const char *const cmds[] = {"submit", "jobs", "status", "step", "pause", "resume",
-                                     "cancel", "logs"};
+  static const char *const cmds[] = {"submit", "jobs",   "status",      "step",
+                                     "pause",  "resume", "cancel",      "logs",
+                                     "checkpoint", "checkpoints", "restore"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i]) == 0) {
       return true;
@@ -687,7 +689,11 @@ static int job_usage(const ctl_args *a, int64_t *steps) {
   if (strcmp(cmd, "jobs") != 0 && a->n_pos < 2) {
     return ctl_fail(CTL_EXIT_USAGE, "%s needs %s", cmd, what);
   }
-  if (a->n_pos > 2) {
+  if (strcmp(cmd, "restore") == 0 && a->n_pos > 3) {
+    return ctl_fail(CTL_EXIT_USAGE, "restore takes a JOB id and at most one CHECKPOINT, "
+                    "got also '%s'", a->pos[3]);
+  }
+  if (a->n_pos > 2 && strcmp(cmd, "restore") != 0) {
     return ctl_fail(CTL_EXIT_USAGE, "%s takes one argument (%s), got also '%s'", cmd, what,
                     a->pos[2]);
   }
@@ -725,6 +731,15 @@ static int cmd_job(ctl_args *a) {
   }
   if (strcmp(cmd, "logs") == 0) {
     return tf_ctl_cmd_logs(&o, arg, a->follow);
+  }
+  if (strcmp(cmd, "checkpoint") == 0) {
+    return tf_ctl_cmd_checkpoint(&o, arg);
+  }
+  if (strcmp(cmd, "checkpoints") == 0) {
+    return tf_ctl_cmd_checkpoints(&o, arg);
+  }
+  if (strcmp(cmd, "restore") == 0) {
+    return tf_ctl_cmd_restore(&o, arg, a->n_pos > 2 ? a->pos[2] : NULL);
   }
   return tf_ctl_cmd_control(&o, arg, cmd, steps); /* step, pause, resume, cancel */
 }

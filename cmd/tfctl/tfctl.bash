@@ -8,7 +8,7 @@ _tfctl() {
     words=("${COMP_WORDS[@]}")
     cword=$COMP_CWORD
   }
-  local commands="health devices run graph cluster submit jobs status step pause resume cancel logs help"
+  local commands="health devices run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore help"
   case $prev in
     -c|--config) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --out|--run-dir) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;

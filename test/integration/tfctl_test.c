@@ -333,6 +333,12 @@ START_TEST(test_usage_errors) {
       {"cancel", "j", "--follow", NULL},
       {"jobs", "--follow", NULL},
       {"-m", "127.0.0.1:1", "health", "--follow", NULL},
+      {"checkpoint", NULL},
+      {"checkpoint", "j", "extra", NULL},
+      {"checkpoints", "j", "--follow", NULL},
+      {"restore", NULL},
+      {"restore", "j", "ckpt-1", "extra", NULL},
+      {"restore", "j", "-n", "3", NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *out = NULL, *err = NULL;
@@ -379,7 +385,8 @@ START_TEST(test_help_and_version) {
              "--version: exit %d: %s%s", rc, out, err);
   free(out), free(err);
   const char *commands[] = {"health", "devices", "run",    "graph", "cluster", "submit", "jobs",
-                            "status", "step",    "pause",  "resume", "cancel",  "logs",   "help"};
+                            "status", "step",    "pause",  "resume", "cancel",  "logs",   "help",
+                            "checkpoint", "checkpoints", "restore"};
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     rc = tfctl(c, &out, &err, "help", commands[i], NULL);
     TH_REQUIRE(c, rc == 0 && strncmp(out, "usage: tfctl", 12) == 0 && err[0] == '\0',

@@ -7,8 +7,10 @@
  * before any call, the master's error printed as is), the jobs table,
  * status's summary (metrics last), --follow in plain and terminal mode
  * with its exit statuses, polls that fail for a while and a master that
- * stays away, the control actions, logs with and without --follow, and
- * the progress line's format. */
+ * stays away, the control actions, logs with and without --follow,
+ * checkpoint (the path alone on the last line), checkpoints (the table,
+ * local time and human sizes), restore (the checkpoint as sent, the
+ * master's note printed), and the progress line's format. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,6 +38,11 @@ static struct {
   int calls[64];          /* requests per method */
   char job[128], action[32], name[256];
   int64_t steps, from;
+  char ckpt[256];         /* JobControl's checkpoint */
+  const char *note;       /* JobControl's note in the reply */
+  const char *ckpt_dir;   /* JobCheckpoints */
+  tf_msg_checkpoint *ckpts;
+  int n_ckpts;
   size_t spec_len;
   uint32_t spec_crc;      /* a checksum of the spec received */
   int n_log, log_kept;    /* log lines 0..n_log-1; those below log_kept are dropped */
@@ -97,8 +104,19 @@ static tf_code answer(const tf_wire_msg *req, tf_wire_writer *w, tf_status *st) 
     snprintf(fk.job, sizeof fk.job, "%s", b.job);
     snprintf(fk.action, sizeof fk.action, "%s", b.action);
     fk.steps = b.steps;
+    snprintf(fk.ckpt, sizeof fk.ckpt, "%s", b.checkpoint);
     tf_msg_job_control_req_fini(&b);
-    tf_msg_job_info_reply_encode(w, &(tf_msg_job_info_reply){.info = fk.script[0]});
+    tf_msg_job_info info = fk.script[0];
+    info.note = fk.note;
+    tf_msg_job_info_reply_encode(w, &(tf_msg_job_info_reply){.info = info});
+  } else if (m == TF_M_JOB_CHECKPOINTS) {
+    tf_msg_job_checkpoints_req b;
+    TF_TRY(tf_msg_job_checkpoints_req_decode(req, &b, st));
+    snprintf(fk.job, sizeof fk.job, "%s", b.job);
+    tf_msg_job_checkpoints_req_fini(&b);
+    tf_msg_job_checkpoints_reply_encode(w, &(tf_msg_job_checkpoints_reply){
+                                               .dir = fk.ckpt_dir, .n_checkpoints = fk.n_ckpts,
+                                               .checkpoints = fk.ckpts});
   } else if (m == TF_M_JOB_LOGS) {
     tf_msg_job_logs_req b;
     TF_TRY(tf_msg_job_logs_req_decode(req, &b, st));
@@ -169,9 +187,10 @@ typedef struct run {
 } run;
 
 typedef enum { CMD_SUBMIT, CMD_JOBS, CMD_STATUS, CMD_FOLLOW, CMD_CONTROL, CMD_LOGS,
-               CMD_LOGS_FOLLOW } cmd;
+               CMD_LOGS_FOLLOW, CMD_CHECKPOINT, CMD_CHECKPOINTS, CMD_RESTORE } cmd;
 
-/* Runs one command with out and err captured; o's streams are filled in. */
+/* Runs one command with out and err captured; o's streams are filled in.
+ * action is restore's checkpoint. */
 static run do_cmd(tf_ctl_jobs_opts o, cmd c, const char *arg, const char *action,
                   int64_t steps) {
   run r = {0};
@@ -188,6 +207,9 @@ static run do_cmd(tf_ctl_jobs_opts o, cmd c, const char *arg, const char *action
     case CMD_CONTROL: r.rc = tf_ctl_cmd_control(&o, arg, action, steps); break;
     case CMD_LOGS: r.rc = tf_ctl_cmd_logs(&o, arg, false); break;
     case CMD_LOGS_FOLLOW: r.rc = tf_ctl_cmd_logs(&o, arg, true); break;
+    case CMD_CHECKPOINT: r.rc = tf_ctl_cmd_checkpoint(&o, arg); break;
+    case CMD_CHECKPOINTS: r.rc = tf_ctl_cmd_checkpoints(&o, arg); break;
+    case CMD_RESTORE: r.rc = tf_ctl_cmd_restore(&o, arg, action); break;
   }
   fclose(o.out);
   fclose(o.err);
@@ -337,7 +359,7 @@ START_TEST(test_status_one_shot) {
   ck_assert_msg(r.rc == 0, "%s", r.err);
   ck_assert_str_eq(r.out, "job: j-1\nname: fmnist-mlp\nstate: running\nmode: sync, 2 workers\n"
                           "step: 1200/3000\nloss: 0.4123\nsteps/s: 85.2\nelapsed: 14.1 s\n"
-                          "test_loss: 0.3123\ntest_accuracy: 0.8912\n");
+                          "recoveries: 0\ntest_loss: 0.3123\ntest_accuracy: 0.8912\n");
   ck_assert_str_eq(fk.job, "j-1");
   run_free(&r);
   /* Failed: the error line; one worker; no loss yet; no total. */
@@ -350,7 +372,22 @@ START_TEST(test_status_one_shot) {
   ck_assert_int_eq(r.rc, 0); /* one-shot: the state is reported, not judged */
   ck_assert_str_eq(r.out, "job: j-1\nname: fmnist-mlp\nstate: failed\nmode: sync, 1 worker\n"
                           "step: 7\nloss: -\nsteps/s: 85.2\nelapsed: 14.1 s\n"
-                          "error: worker 1: step 7: loss is NaN\n");
+                          "recoveries: 0\nerror: worker 1: step 7: loss is NaN\n");
+  run_free(&r);
+  /* Recovered twice, with a checkpoint: both lines, before the metrics. */
+  j = job("running", 1300, 0.4);
+  j.recoveries = 2;
+  j.checkpoint = "run/ckpt/fmnist/ckpt-1200";
+  j.checkpoint_step = 1200;
+  j.n_metrics = 1;
+  j.metrics = ms;
+  script(&j, 1);
+  r = do_cmd((tf_ctl_jobs_opts){0}, CMD_STATUS, "j-1", NULL, 0);
+  ck_assert_msg(r.rc == 0, "%s", r.err);
+  ck_assert_str_eq(r.out, "job: j-1\nname: fmnist-mlp\nstate: running\nmode: sync, 2 workers\n"
+                          "step: 1300/3000\nloss: 0.4000\nsteps/s: 85.2\nelapsed: 14.1 s\n"
+                          "recoveries: 2\ncheckpoint: run/ckpt/fmnist/ckpt-1200 (step 1200)\n"
+                          "test_loss: 0.3123\n");
   run_free(&r);
   fk.error_code = TF_NOT_FOUND;
   snprintf(fk.error_msg, sizeof fk.error_msg, "no job 'x' (tfctl jobs lists them)");
@@ -411,7 +448,8 @@ static void script_run(const char *final) {
 
 static const char done_summary[] =
     "job: j-1\nname: fmnist-mlp\nstate: done\nmode: sync, 2 workers\nstep: 3000/3000\n"
-    "loss: 0.4123\nsteps/s: 85.2\nelapsed: 14.1 s\ntest_loss: 0.3333\ntest_accuracy: 0.8912\n";
+    "loss: 0.4123\nsteps/s: 85.2\nelapsed: 14.1 s\nrecoveries: 0\ntest_loss: 0.3333\n"
+    "test_accuracy: 0.8912\n";
 
 START_TEST(test_follow_plain) {
   fake_start();
@@ -474,7 +512,7 @@ START_TEST(test_follow_tty) {
   while (*end == ' ') end++; /* padding over the running line */
   ck_assert_str_eq(end, "\njob: j-1\nname: fmnist-mlp\nstate: done\nmode: sync, 2 workers\n"
                         "step: 3000/3000\nloss: 0.4123\nsteps/s: 85.2\nelapsed: 14.1 s\n"
-                        "test_loss: 0.3333\ntest_accuracy: 0.8912\n");
+                        "recoveries: 0\ntest_loss: 0.3333\ntest_accuracy: 0.8912\n");
   int n_cr = 0;
   for (const char *p = r.out; *p; p++) n_cr += *p == '\r';
   ck_assert_int_eq(n_cr, 4);
@@ -588,6 +626,109 @@ START_TEST(test_logs_follow) {
 }
 END_TEST
 
+/* ---- checkpoints ----------------------------------------------------------- */
+
+START_TEST(test_checkpoint) {
+  fake_start();
+  tf_msg_job_info j = job("running", 1210, 0.4123);
+  j.checkpoint = "run/ckpt/fmnist/ckpt-1210";
+  j.checkpoint_step = 1210;
+  script(&j, 1);
+  fk.note = "run/ckpt/fmnist/ckpt-1210";
+  run r = do_cmd((tf_ctl_jobs_opts){0}, CMD_CHECKPOINT, "j-1", NULL, 0);
+  ck_assert_msg(r.rc == 0, "%s", r.err);
+  ck_assert_str_eq(r.out, "job j-1: checkpoint at step 1210\nrun/ckpt/fmnist/ckpt-1210\n");
+  char last[128];
+  ck_assert_str_eq(last_line(r.out, last, sizeof last), "run/ckpt/fmnist/ckpt-1210");
+  ck_assert_str_eq(fk.action, "checkpoint");
+  ck_assert_str_eq(fk.ckpt, "");
+  ck_assert_str_eq(fk.job, "j-1");
+  run_free(&r);
+  /* A master that says nothing of where: an error, not an empty line. */
+  fk.note = "";
+  r = do_cmd((tf_ctl_jobs_opts){0}, CMD_CHECKPOINT, "j-1", NULL, 0);
+  ck_assert_int_eq(r.rc, 1);
+  ck_assert_str_eq(r.err, "tfctl: job j-1: the master took a checkpoint but did not say "
+                          "where\n");
+  run_free(&r);
+  fk.error_code = TF_FAILED_PRECONDITION;
+  snprintf(fk.error_msg, sizeof fk.error_msg, "job j-1 has no checkpoint section "
+           "(checkpoint.dir) in its spec");
+  r = do_cmd((tf_ctl_jobs_opts){0}, CMD_CHECKPOINT, "j-1", NULL, 0);
+  ck_assert_int_eq(r.rc, 1);
+  ck_assert_str_eq(r.err, "tfctl: job j-1 has no checkpoint section (checkpoint.dir) in its "
+                          "spec\n");
+  ck_assert_str_eq(r.out, "");
+  run_free(&r);
+  fake_stop();
+}
+END_TEST
+
+START_TEST(test_checkpoints_table) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  fake_start();
+  fk.ckpt_dir = "run/ckpt/fmnist";
+  run r = do_cmd((tf_ctl_jobs_opts){0}, CMD_CHECKPOINTS, "j-1", NULL, 0);
+  ck_assert_msg(r.rc == 0, "%s", r.err);
+  ck_assert_str_eq(r.out, "no checkpoints yet (in run/ckpt/fmnist)\n");
+  ck_assert_str_eq(fk.job, "j-1");
+  run_free(&r);
+  tf_msg_checkpoint cs[] = {{"ckpt-100", 100, 1748786571000LL, 812},
+                            {"ckpt-200", 200, 1748786587123LL, 1536},
+                            {"ckpt-1000", 1000, 1748790000999LL, 1048575},
+                            {"ckpt-123456", 123456, 0, 3LL << 40}};
+  fk.ckpts = cs;
+  fk.n_ckpts = 4;
+  r = do_cmd((tf_ctl_jobs_opts){0}, CMD_CHECKPOINTS, "j-1", NULL, 0);
+  ck_assert_msg(r.rc == 0, "%s", r.err);
+  ck_assert_str_eq(r.out, "CHECKPOINT   STEP    TIME                 SIZE\n"
+                          "ckpt-100     100     2025-06-01 14:02:51  812 B\n"
+                          "ckpt-200     200     2025-06-01 14:03:07  1.5 KiB\n"
+                          "ckpt-1000    1000    2025-06-01 15:00:00  1.0 MiB\n"
+                          "ckpt-123456  123456  -                    3.0 TiB\n");
+  run_free(&r);
+  fk.error_code = TF_FAILED_PRECONDITION;
+  snprintf(fk.error_msg, sizeof fk.error_msg, "job j-1 has no checkpoint section");
+  r = do_cmd((tf_ctl_jobs_opts){0}, CMD_CHECKPOINTS, "j-1", NULL, 0);
+  ck_assert_int_eq(r.rc, 1);
+  ck_assert_str_eq(r.err, "tfctl: job j-1 has no checkpoint section\n");
+  run_free(&r);
+  fake_stop();
+}
+END_TEST
+
+START_TEST(test_restore) {
+  fake_start();
+  tf_msg_job_info j = job("running", 1210, 0.4123);
+  script(&j, 1);
+  fk.note = "restoring run/ckpt/fmnist/ckpt-300 (step 300)";
+  run r = do_cmd((tf_ctl_jobs_opts){0}, CMD_RESTORE, "j-1", "ckpt-300", 0);
+  ck_assert_msg(r.rc == 0, "%s", r.err);
+  ck_assert_str_eq(r.out, "job j-1: restoring run/ckpt/fmnist/ckpt-300 (step 300)\n");
+  ck_assert_str_eq(fk.action, "restore");
+  ck_assert_str_eq(fk.ckpt, "ckpt-300");
+  run_free(&r);
+  /* No checkpoint named: "" (the latest good one); the note says what was
+   * skipped. */
+  fk.note = "restoring run/ckpt/fmnist/ckpt-300 (step 300); skipped ckpt-400: ps-0.shard: "
+            "CRC mismatch";
+  r = do_cmd((tf_ctl_jobs_opts){0}, CMD_RESTORE, "j-1", NULL, 0);
+  ck_assert_msg(r.rc == 0, "%s", r.err);
+  ck_assert_str_eq(fk.ckpt, "");
+  ck_assert_msg(strstr(r.out, "; skipped ckpt-400: ps-0.shard: CRC mismatch\n"), "%s", r.out);
+  run_free(&r);
+  fk.error_code = TF_NOT_FOUND;
+  snprintf(fk.error_msg, sizeof fk.error_msg, "run/ckpt/fmnist/ckpt-999999: no manifest");
+  r = do_cmd((tf_ctl_jobs_opts){0}, CMD_RESTORE, "j-1", "ckpt-999999", 0);
+  ck_assert_int_eq(r.rc, 1);
+  ck_assert_str_eq(r.err, "tfctl: run/ckpt/fmnist/ckpt-999999: no manifest\n");
+  ck_assert_str_eq(r.out, "");
+  run_free(&r);
+  fake_stop();
+}
+END_TEST
+
 /* ---- the progress line ----------------------------------------------------- */
 
 START_TEST(test_job_line) {
@@ -642,6 +783,9 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_follow_failed_polls);
   tcase_add_test(tc, test_logs);
   tcase_add_test(tc, test_logs_follow);
+  tcase_add_test(tc, test_checkpoint);
+  tcase_add_test(tc, test_checkpoints_table);
+  tcase_add_test(tc, test_restore);
   tcase_add_test(tc, test_job_line);
   suite_add_tcase(s, tc);
   return s;
