@@ -513,6 +513,9 @@ static tf_code attempt(tf_job *j, tf_status *st) {
 /* Attempts until the job ends; recovers in between (job_recover.c). */
 static tf_code run(tf_job *j, tf_status *st) {
   TF_TRY(prepare(j, st));
+  if (j->spec->checkpoint) { /* what an earlier master left (resumed jobs) */
+    tf__job_drop_container(j);
+  }
   for (;;) {
     tf_code code = attempt(j, st);
     pthread_mutex_lock(&j->mu);

@@ -12,9 +12,7 @@
 #define PIPELINE_STOP_MS 10000
 #define POLL_MS 100
 
-/* Frees the job's state on the tasks (its container) with a session of
- * its own (the job's may be closed). */
-static void drop_container(tf_job *j) {
+void tf__job_drop_container(tf_job *j) {
   tf_status st;
   tf_status_init(&st);
   tf_graph *g = tf_graph_new();
@@ -46,7 +44,7 @@ void tf__job_teardown(tf_job *j, bool drop) {
     tf_session_close(s, &st);
   }
   if (s != NULL && drop) {
-    drop_container(j);
+    tf__job_drop_container(j);
   }
   tf_session_free(s);
   tf_job_graph_free(j->jg);
@@ -143,7 +141,7 @@ tf_code tf__job_recover(tf_job *j, tf_status *st) {
   }
   free(why);
   TF_TRY(code);
-  drop_container(j);
+  tf__job_drop_container(j);
   pthread_mutex_lock(&j->sess_mu);
   j->aborted = false;
   pthread_mutex_unlock(&j->sess_mu);

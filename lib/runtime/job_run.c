@@ -171,6 +171,15 @@ tf_code tf_job_control(tf_job *j, const char *action, int64_t steps,
 
 /* ---- checkpoints ------------------------------------------------------------- */
 
+bool tf_job_uses(const tf_job *j, const char *dev) {
+  for (int i = 0; i < j->n_workers + j->n_ps; i++) {
+    if (strcmp(i < j->n_workers ? j->workers[i] : j->ps[i - j->n_workers], dev) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 const char *tf_job_checkpoint_dir(const tf_job *j) {
   return j->spec->checkpoint ? j->spec->checkpoint_dir : NULL;
 }

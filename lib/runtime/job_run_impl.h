@@ -95,6 +95,9 @@ tf_code tf__job_restore(tf_job *j, tf_session *s, const char *ckpt,
  * or when force. Failures of periodic saves are logged and counted, not
  * returned; a forced one's are. */
 tf_code tf__job_maybe_save(tf_job *j, tf_session *s, bool force, tf_status *st);
+/* Frees the job's state on the tasks (its container) with a session of
+ * its own (the job's may be closed); failures are logged. */
+void tf__job_drop_container(tf_job *j);
 /* Recovery (job_recover.c). Stops the pipelines, closes and frees the
  * session and the graph; drop: the job's container on the tasks too. */
 void tf__job_teardown(tf_job *j, bool drop);

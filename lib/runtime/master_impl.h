@@ -199,6 +199,9 @@ nng_msg *tf__ms_list_jobs(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_status(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_control(tf_master *m, const tf_wire_msg *req, tf_status *st);
 nng_msg *tf__ms_job_logs(tf_master *m, const tf_wire_msg *req, tf_status *st);
+/* Per task (m->tasks order) the active jobs using it, "id@step ..." or
+ * NULL; free each and the array. */
+char **tf__ms_jobs_by_task(tf_master *m);
 /* Starts a job from spec (taken in every case) as id ("<name>-<seq>"), or
  * as a new id when id is NULL; records it (master_registry.c); out_id
  * gets the id. */
