@@ -413,6 +413,11 @@ static tf_code restore(tf_job *j, tf_session *s, tf_status *st) {
   if (code == TF_OK) {
     set_step(j, step);
   }
+  pthread_mutex_lock(&j->mu);
+  if (code == TF_OK && step > 0 && j->recover_ns == 0 && j->recoveries == 0) {
+    j->recover_ns = j->created_ns; /* resumed from a checkpoint at start */
+  }
+  pthread_mutex_unlock(&j->mu);
   return code;
 }
 

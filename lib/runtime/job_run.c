@@ -358,6 +358,7 @@ tf_code tf_job_start(tf_job_spec *spec, const char *id, const tf_job_cluster *c,
   j->cb_arg = c->cb_arg;
   j->loss = NAN;
   j->submitted_ms = (int64_t)time(NULL) * 1000;
+  j->created_ns = tf__job_now_ns();
   tf__job_log(j, "submitted: %s, %s, %d worker(s), %d ps task(s)", spec->path,
               spec->replication.mode == TF_JOB_MODE_SYNC ? "sync" : "async",
               j->n_workers, j->n_ps);

@@ -22,6 +22,7 @@ struct tf_job {
   char **workers, **ps;    /* device names */
   int64_t rpc_timeout_ms;
   int64_t submitted_ms;
+  int64_t created_ns;      /* tf__job_now_ns() at tf_job_start */
   tf_job_health health;
   void (*on_end)(void *arg, const char *id, bool resumable);
   void *cb_arg;
@@ -113,10 +114,11 @@ tf_code tf__job_recover(tf_job *j, tf_status *st);
 void tf__job_note_incarnations(tf_job *j);
 /* After replica i's step failed with err: true when the replica may go on
  * alone once its worker answers again (async, or sync with backup
- * workers, every ps task and the worker still the incarnation the attempt
- * began with: a stall or a cut, not a restart), after waiting for that
- * (bounded by recovery.wait_seconds); false when the job must recover as
- * a whole or is stopping. */
+ * workers, more than one worker, every ps task and the worker still the
+ * incarnation the attempt began with: a stall or a cut, not a restart),
+ * after waiting for that; false when the job must recover as a whole (a
+ * restart, or no update in recovery.wait_seconds of waiting) or is
+ * stopping. */
 bool tf__job_replica_wait(tf_job *j, int i, const tf_status *err);
 /* The job's thread (job_loop.c). */
 void *tf__job_main(void *arg);
