@@ -132,7 +132,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check lint test-run demo-local bench-matmul bench-executor bench-dist bench-replicas bench-tstream bench-train soak docs clean info demo fuzz \
+.PHONY: all deps check lint test-run chaos demo-local bench-matmul bench-executor bench-dist bench-replicas bench-tstream bench-train soak docs clean info demo fuzz \
         install uninstall
 all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
@@ -298,6 +298,14 @@ soak: deps
 	@command -v gnuplot >/dev/null || apt-get install -y -q gnuplot-nox >/dev/null
 	@gnuplot -e "csv='$(BUILD)/soak.csv'; out='docs/soak-rss.png'" scripts/soak.gnuplot
 	@echo "soak: docs/soak-rss.png"
+# chaos: the chaos test (test/integration/chaos_test.c) RUNS times: a
+# Fashion-MNIST sync job survives 5 SIGKILLs of random tasks per run;
+# prints each run's accuracy and recovery times (docs/benchmarks.md).
+RUNS ?= 3
+chaos: deps
+	@$(MAKE) --no-print-directory $(CMD_BINS) $(BUILD)/test/integration/chaos_test
+	@CHAOS_RUNS=$(RUNS) CK_FORK=no $(BUILD)/test/integration/chaos_test
+
 # bench-tstream: 100 MB over the tensor stream against raw TCP and one NNG
 # message, in process (bench/bench_tstream.c).
 bench-tstream: deps

@@ -31,5 +31,8 @@ else
   "$TFCTL" cluster up "$CONF"
   started=1
 fi
+# A job starts from the latest checkpoint in its checkpoint.dir (as
+# TensorFlow's MonitoredTrainingSession does): the demo trains afresh.
+rm -rf run/local/checkpoints/fmnist-mlp-sync
 id=$("$TFCTL" -c "$CONF" submit "$JOB" | tail -n 1)
 "$TFCTL" -c "$CONF" status "$id" --follow

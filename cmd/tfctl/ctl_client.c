@@ -24,6 +24,7 @@ void tf_ctl_task_fini(tf_ctl_task *t) {
   free(t->job);
   free(t->url);
   free(t->error);
+  free(t->jobs);
   memset(t, 0, sizeof *t);
 }
 
@@ -169,7 +170,8 @@ static void copy_task(const tf_msg_task_status *t, tf_ctl_task *out) {
                        .up = t->up, .incarnation = t->incarnation,
                        .n_devices = t->n_devices,
                        .devices = dup_strs(t->devices, t->n_devices),
-                       .last_ok_ms = t->last_ok_ms, .error = strdup(t->error)};
+                       .last_ok_ms = t->last_ok_ms, .error = strdup(t->error),
+                       .jobs = strdup(t->jobs ? t->jobs : "")};
 }
 
 tf_code tf_ctl_cluster_status(const char *master_url, int64_t timeout_ms,

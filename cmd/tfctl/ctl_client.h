@@ -24,6 +24,7 @@ typedef struct tf_ctl_task {
   int64_t last_ok_ms;  /* age of the last good answer; -1 never */
   char *error;         /* why it is down ("" when up) */
   int running_steps;   /* GetStatus: steps running there; -1 unknown */
+  char *jobs;          /* ClusterStatus: the jobs using it, "id@step ..."; may be NULL */
 } tf_ctl_task;
 
 void tf_ctl_task_fini(tf_ctl_task *t);

@@ -240,12 +240,20 @@ static void print_task(const tf_ctl_task *t) {
   if (t->incarnation != 0) {
     snprintf(inc, sizeof inc, "%016" PRIx64, t->incarnation);
   }
-  printf("%-8s %-3d %-26s %-4s %-16s ", t->job, t->task, t->url, t->up ? "up" : "down", inc);
+  char age[24] = "-";
+  if (t->last_ok_ms >= 0) {
+    snprintf(age, sizeof age, "%.1fs", (double)t->last_ok_ms / 1000.0);
+  }
+  printf("%-8s %-3d %-26s %-4s %-16s %-7s ", t->job, t->task, t->url,
+         t->up ? "up" : "down", inc, age);
   for (int i = 0; i < t->n_devices; i++) {
     printf("%s%s", i ? "," : "", t->devices[i]);
   }
   if (t->n_devices == 0) {
     printf("-");
+  }
+  if (t->jobs != NULL && t->jobs[0] != '\0') {
+    printf("  jobs: %s", t->jobs);
   }
   if (!t->up && t->error != NULL && t->error[0] != '\0') {
     printf("  (%s)", t->error);

@@ -25,7 +25,7 @@
  *     max_connections: 256         # connections a daemon keeps open
  *     idle_connection_ms: 300000   # a connection idle this long is closed
  *     session_ttl_ms: 60000        # a session nobody keeps alive ends
- *   checkpoint_dir: /var/lib/tf/checkpoints
+ *   checkpoint_dir: /var/lib/tf/checkpoints  # resumable jobs (jobs/)
  *   run_dir: run/local             # tfctl cluster up: pid files and logs
  *   log_level: info                # err | warning | notice | info | debug
  *

@@ -413,6 +413,11 @@ static tf_code restore(tf_job *j, tf_session *s, tf_status *st) {
   if (code == TF_OK) {
     set_step(j, step);
   }
+  pthread_mutex_lock(&j->mu);
+  if (code == TF_OK && step > 0 && j->recover_ns == 0 && j->recoveries == 0) {
+    j->recover_ns = j->created_ns; /* resumed from a checkpoint at start */
+  }
+  pthread_mutex_unlock(&j->mu);
   return code;
 }
 
@@ -513,6 +518,9 @@ static tf_code attempt(tf_job *j, tf_status *st) {
 /* Attempts until the job ends; recovers in between (job_recover.c). */
 static tf_code run(tf_job *j, tf_status *st) {
   TF_TRY(prepare(j, st));
+  if (j->spec->checkpoint) { /* what an earlier master left (resumed jobs) */
+    tf__job_drop_container(j);
+  }
   for (;;) {
     tf_code code = attempt(j, st);
     pthread_mutex_lock(&j->mu);

@@ -12,9 +12,7 @@
 #define PIPELINE_STOP_MS 10000
 #define POLL_MS 100
 
-/* Frees the job's state on the tasks (its container) with a session of
- * its own (the job's may be closed). */
-static void drop_container(tf_job *j) {
+void tf__job_drop_container(tf_job *j) {
   tf_status st;
   tf_status_init(&st);
   tf_graph *g = tf_graph_new();
@@ -46,7 +44,7 @@ void tf__job_teardown(tf_job *j, bool drop) {
     tf_session_close(s, &st);
   }
   if (s != NULL && drop) {
-    drop_container(j);
+    tf__job_drop_container(j);
   }
   tf_session_free(s);
   tf_job_graph_free(j->jg);
@@ -143,7 +141,7 @@ tf_code tf__job_recover(tf_job *j, tf_status *st) {
   }
   free(why);
   TF_TRY(code);
-  drop_container(j);
+  tf__job_drop_container(j);
   pthread_mutex_lock(&j->sess_mu);
   j->aborted = false;
   pthread_mutex_unlock(&j->sess_mu);
@@ -175,17 +173,29 @@ static bool ps_intact(tf_job *j) {
 }
 
 bool tf__job_replica_wait(tf_job *j, int i, const tf_status *err) {
-  bool alone = !j->jg->sync || j->jg->required < j->n_workers;
+  bool alone = j->n_workers > 1 && (!j->jg->sync || j->jg->required < j->n_workers);
   if (!alone || err->code == TF_INVALID_ARGUMENT || err->code == TF_DATA_LOSS ||
       err->code == TF_OUT_OF_RANGE) {
     return false;
   }
-  int64_t end = tf__job_now_ns() + j->spec->recovery_wait_seconds * 1000000000LL;
+  int64_t wait_ns = j->spec->recovery_wait_seconds * 1000000000LL;
+  int64_t end = tf__job_now_ns() + wait_ns;
+  pthread_mutex_lock(&j->mu);
+  int64_t step0 = j->step;
+  pthread_mutex_unlock(&j->mu);
   bool said = false;
-  while (tf__job_now_ns() < end) {
+  for (;;) {
     pthread_mutex_lock(&j->mu);
     bool stop = j->stop || j->cancel;
+    int64_t step = j->step;
     pthread_mutex_unlock(&j->mu);
+    if (tf__job_now_ns() >= end) {
+      if (step == step0) {
+        return false; /* nobody goes on: the job recovers as a whole */
+      }
+      step0 = step; /* the others go on: wait another period */
+      end = tf__job_now_ns() + wait_ns;
+    }
     uint64_t inc = incarnation(j, j->workers[i]);
     if (stop || !ps_intact(j) || (inc != 0 && inc != j->inc_workers[i])) {
       return false; /* stopping, or a restart: the job recovers as a whole */
@@ -206,5 +216,4 @@ bool tf__job_replica_wait(tf_job *j, int i, const tf_status *err) {
     struct timespec ts = {0, POLL_MS * 1000000};
     nanosleep(&ts, NULL);
   }
-  return false;
 }

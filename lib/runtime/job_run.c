@@ -171,6 +171,15 @@ tf_code tf_job_control(tf_job *j, const char *action, int64_t steps,
 
 /* ---- checkpoints ------------------------------------------------------------- */
 
+bool tf_job_uses(const tf_job *j, const char *dev) {
+  for (int i = 0; i < j->n_workers + j->n_ps; i++) {
+    if (strcmp(i < j->n_workers ? j->workers[i] : j->ps[i - j->n_workers], dev) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 const char *tf_job_checkpoint_dir(const tf_job *j) {
   return j->spec->checkpoint ? j->spec->checkpoint_dir : NULL;
 }
@@ -349,6 +358,7 @@ tf_code tf_job_start(tf_job_spec *spec, const char *id, const tf_job_cluster *c,
   j->cb_arg = c->cb_arg;
   j->loss = NAN;
   j->submitted_ms = (int64_t)time(NULL) * 1000;
+  j->created_ns = tf__job_now_ns();
   tf__job_log(j, "submitted: %s, %s, %d worker(s), %d ps task(s)", spec->path,
               spec->replication.mode == TF_JOB_MODE_SYNC ? "sync" : "async",
               j->n_workers, j->n_ps);

@@ -145,6 +145,9 @@ tf_code tf_job_checkpoint(tf_job *j, int64_t timeout_ms, char **path,
  * (free(); may be NULL) says which checkpoint, and what was skipped. */
 tf_code tf_job_restore(tf_job *j, const char *ckpt, char **note, tf_status *st);
 
+/* Whether the job runs on the task of device dev (its workers and ps). */
+bool tf_job_uses(const tf_job *j, const char *dev);
+
 /* The job's checkpoint directory (NULL when it has none). */
 const char *tf_job_checkpoint_dir(const tf_job *j);
 

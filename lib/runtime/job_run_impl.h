@@ -22,6 +22,7 @@ struct tf_job {
   char **workers, **ps;    /* device names */
   int64_t rpc_timeout_ms;
   int64_t submitted_ms;
+  int64_t created_ns;      /* tf__job_now_ns() at tf_job_start */
   tf_job_health health;
   void (*on_end)(void *arg, const char *id, bool resumable);
   void *cb_arg;
@@ -96,6 +97,9 @@ tf_code tf__job_restore(tf_job *j, tf_session *s, const char *ckpt,
  * or when force. Failures of periodic saves are logged and counted, not
  * returned; a forced one's are. */
 tf_code tf__job_maybe_save(tf_job *j, tf_session *s, bool force, tf_status *st);
+/* Frees the job's state on the tasks (its container) with a session of
+ * its own (the job's may be closed); failures are logged. */
+void tf__job_drop_container(tf_job *j);
 /* Recovery (job_recover.c). Stops the pipelines, closes and frees the
  * session and the graph; drop: the job's container on the tasks too. */
 void tf__job_teardown(tf_job *j, bool drop);
@@ -111,10 +115,11 @@ tf_code tf__job_recover(tf_job *j, tf_status *st);
 void tf__job_note_incarnations(tf_job *j);
 /* After replica i's step failed with err: true when the replica may go on
  * alone once its worker answers again (async, or sync with backup
- * workers, every ps task and the worker still the incarnation the attempt
- * began with: a stall or a cut, not a restart), after waiting for that
- * (bounded by recovery.wait_seconds); false when the job must recover as
- * a whole or is stopping. */
+ * workers, more than one worker, every ps task and the worker still the
+ * incarnation the attempt began with: a stall or a cut, not a restart),
+ * after waiting for that; false when the job must recover as a whole (a
+ * restart, or no update in recovery.wait_seconds of waiting) or is
+ * stopping. */
 bool tf__job_replica_wait(tf_job *j, int i, const tf_status *err);
 /* The job's thread (job_loop.c). */
 void *tf__job_main(void *arg);

@@ -276,6 +276,7 @@ static nng_msg *list_devices(tf_master *m, const tf_wire_msg *req, tf_status *st
 }
 
 static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *st) {
+  char **jobs = tf__ms_jobs_by_task(m); /* before mu: jobs_mu comes first */
   int64_t now = tf__now_ns();
   tf_msg_task_status *ts = tf__xcalloc((size_t)m->n_tasks + 1, sizeof *ts);
   /* The master itself first: it answers, so it is up. */
@@ -291,10 +292,14 @@ static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *
         .incarnation = t->incarnation, .n_devices = t->ever_up ? 1 : 0,
         .devices = (const char **)&t->device,
         .last_ok_ms = t->last_ok_ns ? (now - t->last_ok_ns) / 1000000 : -1,
-        .error = t->error ? t->error : ""};
+        .error = t->error ? t->error : "", .jobs = jobs[i]};
   }
   tf_msg_cluster_status_reply_encode(wr, &b);
   pthread_mutex_unlock(&m->mu);
+  for (int i = 0; i < m->n_tasks; i++) {
+    free(jobs[i]);
+  }
+  free(jobs);
   free(ts);
   nng_msg *msg = NULL;
   tf_wire_finish(wr, &msg, st);

@@ -213,6 +213,9 @@ nng_msg *tf__ms_job_info_reply(tf_master *m, const tf_wire_msg *req, struct tf_j
 nng_msg *tf__ms_job_ckpt_control(tf_master *m, const tf_wire_msg *req,
                                  const tf_msg_job_control_req *r, tf_status *st);
 nng_msg *tf__ms_job_checkpoints(tf_master *m, const tf_wire_msg *req, tf_status *st);
+/* Per task (m->tasks order) the active jobs using it, "id@step ..." or
+ * NULL; free each and the array. */
+char **tf__ms_jobs_by_task(tf_master *m);
 /* Starts a job from spec (taken in every case) as id ("<name>-<seq>"), or
  * as a new id when id is NULL; records it (master_registry.c); out_id
  * gets the id. */

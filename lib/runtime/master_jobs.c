@@ -306,6 +306,32 @@ nng_msg *tf__ms_job_logs(tf_master *m, const tf_wire_msg *req, tf_status *st) {
   return msg;
 }
 
+char **tf__ms_jobs_by_task(tf_master *m) {
+  char **out = tf__xcalloc((size_t)m->n_tasks + 1, sizeof *out);
+  pthread_mutex_lock(&m->jobs_mu);
+  for (int t = 0; t < m->n_tasks; t++) {
+    size_t len = 0, cap = 0;
+    for (int i = 0; i < m->n_jobs; i++) {
+      tf_job_info info;
+      tf_job_info_get(m->jobs[i], &info);
+      if (tf_job_state_final(info.state) || !tf_job_uses(m->jobs[i], m->tasks[t].device)) {
+        continue;
+      }
+      char item[TF_JOB_ID_MAX + 32];
+      int n = snprintf(item, sizeof item, "%s%s@%" PRId64, len ? " " : "", info.id,
+                       info.step);
+      if (len + (size_t)n + 1 > cap) {
+        cap = 2 * (len + (size_t)n + 1);
+        out[t] = tf__xrealloc(out[t], cap);
+      }
+      memcpy(out[t] + len, item, (size_t)n + 1);
+      len += (size_t)n;
+    }
+  }
+  pthread_mutex_unlock(&m->jobs_mu);
+  return out;
+}
+
 /* ---- lifecycle ---------------------------------------------------------------- */
 
 void tf__ms_jobs_stop(tf_master *m, int64_t timeout_ms) {

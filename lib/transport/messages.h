@@ -345,6 +345,9 @@ typedef struct tf_msg_task_status {
   const char **devices;
   int64_t last_ok_ms; /* age of the last good answer, >= -1 (never) */
   const char *error;  /* why it is down, "" when up */
+  const char *jobs;   /* ClusterStatus: the master's jobs using the task and
+                       * their global steps, "fmnist-1@1200 w2v-2@40"; "" none
+                       * (NULL encodes as "") */
 } tf_msg_task_status;
 
 /* ClusterStatus reply {tasks: [...]}, the master first. */

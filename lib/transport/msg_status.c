@@ -262,7 +262,7 @@ void tf_msg_list_devices_reply_fini(tf_msg_list_devices_reply *m) {
 static void pack_task(tf_wire_writer *w, const tf_msg_task_status *t) {
   msgpack_packer *pk = tf_wire_body(w);
   tf__mp_map e;
-  tf__mp_map_begin(&e, pk, 8);
+  tf__mp_map_begin(&e, pk, 9);
   tf__mp_map_key(&e, "job");
   tf__msg_pack_str(w, CLUSTER, "job", t->job);
   tf__mp_map_key(&e, "task");
@@ -279,6 +279,8 @@ static void pack_task(tf_wire_writer *w, const tf_msg_task_status *t) {
   msgpack_pack_int64(pk, t->last_ok_ms);
   tf__mp_map_key(&e, "error");
   tf__msg_pack_str(w, CLUSTER, "error", t->error);
+  tf__mp_map_key(&e, "jobs");
+  tf__msg_pack_str(w, CLUSTER, "jobs", t->jobs ? t->jobs : "");
   tf__mp_map_end(&e);
 }
 
@@ -325,10 +327,10 @@ static tf_code decode_task(tf_msg_mem *mem, const msgpack_object *o, uint32_t i,
   snprintf(what, sizeof what, "%s: tasks[%u]", CLUSTER, i);
   tf__msg_field f[] = {{"job", NULL}, {"task", NULL}, {"up", NULL}, {"url", NULL},
                        {"error", NULL}, {"incarnation", NULL}, {"last_ok_ms", NULL},
-                       {"devices", NULL}};
-  TF_TRY(tf__msg_map(o, CLUSTER, "tasks", i, f, 8, st));
+                       {"devices", NULL}, {"jobs", NULL}};
+  TF_TRY(tf__msg_map(o, CLUSTER, "tasks", i, f, 9, st));
   int64_t task = 0;
-  t->url = t->error = "";
+  t->url = t->error = t->jobs = "";
   t->last_ok_ms = -1;
   TF_TRY(tf__msg_get_str(mem, f[0].val, what, "job", -1, &t->job, st));
   TF_TRY(tf__msg_get_int(f[1].val, what, "task", -1, 0, INT_MAX, &task, st));
@@ -346,6 +348,9 @@ static tf_code decode_task(tf_msg_mem *mem, const msgpack_object *o, uint32_t i,
   if (f[6].val != NULL) {
     TF_TRY(tf__msg_get_int(f[6].val, what, "last_ok_ms", -1, -1, INT64_MAX,
                            &t->last_ok_ms, st));
+  }
+  if (f[8].val != NULL) {
+    TF_TRY(tf__msg_get_str(mem, f[8].val, what, "jobs", -1, &t->jobs, st));
   }
   return f[7].val != NULL ? decode_task_devices(mem, f[7].val, what, t, st) : TF_OK;
 }
