@@ -79,12 +79,7 @@ static tf_code restore_name(const tf_job *j, const char *dir, const char *ckpt,
     }
     *name = ckpt + n + 1;
   }
-  const char *p = *name;
-  bool digits = strncmp(p, "ckpt-", 5) == 0 && p[5] != '\0';
-  for (const char *q = p + 5; digits && *q != '\0'; q++) {
-    digits = *q >= '0' && *q <= '9';
-  }
-  if (!digits) {
+  if (!tf_ckpt_dir_name_step(*name, NULL)) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "checkpoint '%s' of job %s: expected "
                          "a name ckpt-<step> (tfctl checkpoints %s lists them)", ckpt,
                          tf_job_id(j), tf_job_id(j));
