@@ -103,6 +103,7 @@ static const char *tf_source(const tf_op_def *op) {
       {"base", "array_ops.cc"}, {"grad_support", "array_ops.cc"},
       {"control_flow", "control_flow_ops.cc"},
       {"function", "function_ops.cc"}, {"io", "io_ops.cc"},
+      {"checkpoint", "io_ops.cc"},
       {"math_binary", "math_ops.cc"}, {"math_grad", "math_ops.cc"},
       {"math_unary", "math_ops.cc"}, {"matrix", "math_ops.cc"},
       {"reduction", "math_ops.cc"}, {"nn", "nn_ops.cc"},

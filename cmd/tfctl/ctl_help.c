@@ -20,6 +20,8 @@ static const char *const global_text =
     "  step JOB [-n N]                 a paused job runs N more steps (default 1)\n"
     "  pause JOB, resume JOB, cancel JOB\n"
     "  logs JOB [--follow]             a job's log lines; --follow: until it ends\n"
+    "  inspect CHECKPOINT [--export NAME FILE.npy]\n"
+    "                                  a checkpoint's tensors (files only, no master)\n"
     "  help [COMMAND]                  this text, or a command's\n"
     "options: -c, --config CONFIG      the cluster spec (YAML); its master task is the address\n"
     "         -m, --master ADDRESS     the master's address (host:port or a URL)\n"
@@ -107,6 +109,18 @@ static const ctl_help_entry entries[] = {
      "Prints the job's log lines that the master keeps, oldest first. --follow:\n"
      "then prints new lines as they come until the job is done, failed or\n"
      "cancelled (exit 0 once every line is printed).\n"},
+    {"inspect",
+     "usage: tfctl inspect CHECKPOINT [--export NAME FILE.npy]\n"
+     "Reads checkpoint files (no cluster needed) and checks every CRC32C.\n"
+     "CHECKPOINT is a checkpoint directory (ckpt-<step>, with its manifest), a\n"
+     "job's checkpoint directory (its latest checkpoint that verifies is taken\n"
+     "and named; damaged newer ones are noted on stderr), or one .shard file.\n"
+     "Prints the checkpoint's job, step, time, mode and size, then per shard a\n"
+     "table of its tensors: NAME, DTYPE, SHAPE (as stored), BYTES and SLICE\n"
+     "(TensorFlow's shape_and_slice text; empty for a whole tensor).\n"
+     "--export NAME FILE.npy writes the variable NAME, whole (assembled from\n"
+     "its slices in every shard), as a NumPy .npy file.\n"
+     "Damage is reported as DATA_LOSS naming the file and tensor, exit 1.\n"},
     {"help",
      "usage: tfctl help [COMMAND]\n"
      "Prints tfctl's usage, or COMMAND's.\n"},

@@ -41,7 +41,14 @@ typedef struct tf_ckpt_shard tf_ckpt_shard;
  * bad magic, a truncation or a CRC mismatch; NOT_FOUND when absent). The
  * tensors' bytes are checked when read. */
 tf_code tf_ckpt_shard_open(const char *path, tf_ckpt_shard **out, tf_status *st);
+/* As tf_ckpt_shard_open on an open file descriptor, which the shard then
+ * owns (closed by tf_ckpt_shard_close, and also if this fails); name
+ * stands for the file in errors (fuzzing opens a memfd this way). */
+tf_code tf_ckpt_shard_open_fd(int fd, const char *name, tf_ckpt_shard **out,
+                              tf_status *st);
 void tf_ckpt_shard_close(tf_ckpt_shard *s); /* NULL-safe */
+/* The path (or name) it was opened with. */
+const char *tf_ckpt_shard_path(const tf_ckpt_shard *s);
 
 typedef struct tf_ckpt_info {
   const char *name;
@@ -71,6 +78,11 @@ tf_code tf_ckpt_shard_read(tf_ckpt_shard *s, const char *name,
 /* Reads every tensor and checks its CRC (DATA_LOSS naming the first bad
  * tensor and the file). */
 tf_code tf_ckpt_shard_verify(tf_ckpt_shard *s, tf_status *st);
+/* As tf_ckpt_shard_verify, in the same single sequential pass over the
+ * whole file, also gives the file's size and CRC32C (what a checkpoint's
+ * manifest records). */
+tf_code tf_ckpt_shard_verify_file(tf_ckpt_shard *s, int64_t *bytes,
+                                  uint32_t *crc32c, tf_status *st);
 
 /* Replaces path with data[0..n) atomically (temporary file in the same
  * directory, fsync, rename, fsync of the directory). */
@@ -79,9 +91,14 @@ tf_code tf_fs_write_atomic(const char *path, const void *data, size_t n,
 
 /* Tests only: hook called at each named point of an atomic write
  * ("temp-written", "temp-synced", "renamed", "dir-synced") with the final
- * path, so that a test can kill the writer there. NULL: none. */
+ * path, so that a test can kill the writer there. NULL: none. Set it
+ * before any writer runs (it is a plain global, read without locks). */
 void tf_ckpt_set_crash_hook(void (*hook)(const char *point, const char *path,
                                          void *arg),
                             void *arg);
+/* Calls the hook (if any) at a point of the caller's: the checkpoint
+ * directory's removal of old checkpoints ("removing", "partly-removed"),
+ * or a test's own point between two shard writes. */
+void tf_ckpt_crash_point(const char *point, const char *path);
 
 #endif
