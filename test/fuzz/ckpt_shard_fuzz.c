@@ -8,7 +8,6 @@
  * OK or DATA_LOSS, and one whose entries all read must be rewritten by
  * tf_ckpt_shard_write (unless it refuses them: slices that overlap, which
  * the reader tolerates) into a file that reads back equal. */
-#define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
