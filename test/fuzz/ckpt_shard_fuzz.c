@@ -40,14 +40,20 @@ static uint8_t *fix_crc(const uint8_t *data, size_t size) {
   return b;
 }
 
+static char dir[] = "/tmp/ckpt_shard_fuzz.XXXXXX", path[64];
+
+static void remove_dir(void) {
+  unlink(path);
+  rmdir(dir);
+}
+
 /* Rewrites what was read into a file and checks it reads back equal. */
 static void roundtrip(tf_ckpt_entry *e, int n) {
-  static char dir[] = "/tmp/ckpt_shard_fuzz.XXXXXX";
-  static int made;
-  if (!made && mkdtemp(dir) == NULL) abort();
-  made = 1;
-  char path[64];
-  snprintf(path, sizeof path, "%s/s", dir);
+  if (path[0] == '\0') {
+    if (mkdtemp(dir) == NULL) abort();
+    snprintf(path, sizeof path, "%s/s", dir);
+    atexit(remove_dir);
+  }
   tf_status st;
   tf_code c = tf_ckpt_shard_write(path, e, n, &st);
   if (c == TF_INVALID_ARGUMENT) return; /* e.g. overlapping slices, which only the writer refuses */
