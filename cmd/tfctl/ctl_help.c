@@ -23,6 +23,8 @@ static const char *const global_text =
     "  checkpoint JOB                  take a checkpoint now; prints its path on the last line\n"
     "  checkpoints JOB                 a job's checkpoints: name, step, time, size\n"
     "  restore JOB [CHECKPOINT]        go back to a checkpoint (default: the latest good one)\n"
+    "  inspect CHECKPOINT [--export NAME FILE.npy]\n"
+    "                                  a checkpoint's tensors (files only, no master)\n"
     "  help [COMMAND]                  this text, or a command's\n"
     "options: -c, --config CONFIG      the cluster spec (YAML); its master task is the address\n"
     "         -m, --master ADDRESS     the master's address (host:port or a URL)\n"
@@ -130,8 +132,20 @@ static const ctl_help_entry entries[] = {
      "ckpt-<step>, or the path tfctl checkpoint printed; default: the latest\n"
      "checkpoint that verifies). The checkpoint is checked first; the steps in\n"
      "flight are aborted, the variables restored, and the job goes on from\n"
-     "the checkpoint's step. Prints what the master does (\"job JOB: restoring\n"
-     "PATH (step S)\") and any newer checkpoint it skipped and why.\n"},
+     "the checkpoint's step. Prints what the master does (\"restoring PATH\n"
+     "(step S)\") and any newer checkpoint it skipped and why.\n"},
+    {"inspect",
+     "usage: tfctl inspect CHECKPOINT [--export NAME FILE.npy]\n"
+     "Reads checkpoint files (no cluster needed) and checks every CRC32C.\n"
+     "CHECKPOINT is a checkpoint directory (ckpt-<step>, with its manifest), a\n"
+     "job's checkpoint directory (its latest checkpoint that verifies is taken\n"
+     "and named; damaged newer ones are noted on stderr), or one .shard file.\n"
+     "Prints the checkpoint's job, step, time, mode and size, then per shard a\n"
+     "table of its tensors: NAME, DTYPE, SHAPE (as stored), BYTES and SLICE\n"
+     "(TensorFlow's shape_and_slice text; empty for a whole tensor).\n"
+     "--export NAME FILE.npy writes the variable NAME, whole (assembled from\n"
+     "its slices in every shard), as a NumPy .npy file.\n"
+     "Damage is reported as DATA_LOSS naming the file and tensor, exit 1.\n"},
     {"help",
      "usage: tfctl help [COMMAND]\n"
      "Prints tfctl's usage, or COMMAND's.\n"},

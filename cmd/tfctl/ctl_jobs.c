@@ -590,7 +590,11 @@ int tf_ctl_cmd_restore(const tf_ctl_jobs_opts *o, const char *job, const char *c
   if (tf_ctl_job_restore(o->master_url, o->timeout_ms, job, ckpt, &j, &st) != TF_OK) {
     return fail(o, "%s", st.msg);
   }
-  fprintf(o->out, "job %s: %s\n", j.job, j.note[0] != '\0' ? j.note : j.state);
+  if (j.note[0] != '\0') {
+    fprintf(o->out, "%s\n", j.note);
+  } else {
+    fprintf(o->out, "job %s: %s\n", j.job, j.state);
+  }
   fflush(o->out);
   tf_ctl_job_fini(&j);
   return 0;

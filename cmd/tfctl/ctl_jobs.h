@@ -73,8 +73,8 @@ int tf_ctl_cmd_checkpoint(const tf_ctl_jobs_opts *o, const char *job);
 int tf_ctl_cmd_checkpoints(const tf_ctl_jobs_opts *o, const char *job);
 
 /* tfctl restore JOB [CHECKPOINT]: the job goes back to CHECKPOINT (a name
- * ckpt-<step> or its path; NULL: the latest good one); prints "job ID:
- * restoring PATH (step S)" and what was skipped, as the master says. */
+ * ckpt-<step> or its path; NULL: the latest good one); prints the master's
+ * note as it says it: "restoring PATH (step S)" and what was skipped. */
 int tf_ctl_cmd_restore(const tf_ctl_jobs_opts *o, const char *job, const char *ckpt);
 
 /* Whether state is final (done, failed, cancelled). */

@@ -5,7 +5,8 @@
  * cmd/tfctl/ctl_jobs.h) talk to the
  * master (-m, or the spec's master task with -c); cluster up|down start
  * and stop a local development
- * cluster (cmd/tfctl/ctl_procs.h); help [COMMAND], COMMAND --help and
+ * cluster (cmd/tfctl/ctl_procs.h); inspect reads checkpoint files
+ * (cmd/tfctl/ctl_inspect.h); help [COMMAND], COMMAND --help and
  * --version print help (cmd/tfctl/ctl_help.h). Exit 0 on success, 1 with
  * one line "tfctl: <reason>" on stderr when the command failed, 2 for
  * usage errors. */
@@ -25,6 +26,7 @@
 #include "cmd/tfctl/ctl_cluster.h"
 #include "cmd/tfctl/ctl_graph.h"
 #include "cmd/tfctl/ctl_help.h"
+#include "cmd/tfctl/ctl_inspect.h"
 #include "cmd/tfctl/ctl_jobs.h"
 #include "cmd/tfctl/ctl_procs.h"
 #include "lib/runtime/placement.h"
@@ -37,6 +39,7 @@ enum { CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
 typedef struct ctl_args {
   const char *config, *master, *timeout_str, *out_dir, *format, *run_dir;
   const char *steps_str; /* -n */
+  const char *export_name, *export_file; /* inspect's --export NAME FILE */
   const char **pos, **feeds, **fetches, **targets;
   int n_pos, n_feeds, n_fetches, n_targets;
   bool placed, help, version, follow;
@@ -126,6 +129,14 @@ static int parse_args(int argc, char **argv, ctl_args *a) {
     }
     if (strcmp(arg, "--version") == 0) {
       a->version = true;
+      continue;
+    }
+    if (strcmp(arg, "--export") == 0) { /* the one option with two values */
+      if (i + 2 >= argc) {
+        return ctl_fail(CTL_EXIT_USAGE, "--export needs a variable NAME and a FILE.npy");
+      }
+      a->export_name = argv[++i];
+      a->export_file = argv[++i];
       continue;
     }
     if (arg[0] != '-' || arg[1] == '\0') {
@@ -229,6 +240,9 @@ static int only_opts(const ctl_args *a, bool run_opts, bool graph_opts, bool run
   }
   if (!run_dir && a->run_dir) {
     return ctl_fail(CTL_EXIT_USAGE, "%s takes no --run-dir", a->pos[0]);
+  }
+  if (a->export_name != NULL && strcmp(a->pos[0], "inspect") != 0) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no --export (inspect does)", a->pos[0]);
   }
   return 0;
 }
@@ -677,6 +691,27 @@ static int cmd_cluster(ctl_args *a) {
   return rc;
 }
 
+/* ---- inspect --------------------------------------------------------------- */
+
+/* tfctl inspect CHECKPOINT [--export NAME FILE.npy]: files only, no master. */
+static int cmd_inspect(ctl_args *a) {
+  if (a->n_pos != 2) {
+    return ctl_fail(CTL_EXIT_USAGE, "inspect needs one CHECKPOINT (a ckpt-<step> directory, "
+                    "a job's checkpoint directory or a .shard file)");
+  }
+  if (a->config != NULL || a->master != NULL || a->timeout_str != NULL) {
+    return ctl_fail(CTL_EXIT_USAGE, "inspect reads files: it takes no -c, -m or --timeout-ms");
+  }
+  tf_ctl_inspect_opts o = {.path = a->pos[1], .export_name = a->export_name,
+                           .export_file = a->export_file, .out = stdout, .err = stderr};
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_ctl_inspect(&o, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "inspect: %s: %s", tf_code_name(st.code), st.msg);
+  }
+  return 0;
+}
+
 /* ---- jobs ------------------------------------------------------------------ */
 
 /* The usage of a job command: its positionals, -n and --follow; *steps
@@ -791,6 +826,8 @@ int main(int argc, char **argv) {
     rc = (rc = only_opts(&a, false, true, false)) != 0 ? rc : cmd_graph(&a);
   } else if (strcmp(cmd, "cluster") == 0) {
     rc = (rc = only_opts(&a, false, false, true)) != 0 ? rc : cmd_cluster(&a);
+  } else if (strcmp(cmd, "inspect") == 0) {
+    rc = (rc = only_opts(&a, false, false, false)) != 0 ? rc : cmd_inspect(&a);
   } else if (is_job_cmd(cmd)) {
     rc = cmd_job(&a);
   } else {

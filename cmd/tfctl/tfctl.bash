@@ -8,17 +8,18 @@ _tfctl() {
     words=("${COMP_WORDS[@]}")
     cword=$COMP_CWORD
   }
-  local commands="health devices run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore help"
+  local commands="health devices run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore inspect help"
   case $prev in
     -c|--config) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --out|--run-dir) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --format) COMPREPLY=($(compgen -W "yaml dot" -- "$cur")); return ;;
-    -m|--master|--timeout-ms|--fetch|--target|--feed|-n) return ;;
+    -m|--master|--timeout-ms|--fetch|--target|--feed|-n|--export) return ;;
   esac
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
       -c|--config|-m|--master|--timeout-ms|--fetch|--target|--feed|--out|--format|--run-dir|-n) ((i++)) ;;
+      --export) ((i += 2)) ;;
       -*) ;;
       *) cmd=${words[i]}; break ;;
     esac
@@ -31,6 +32,7 @@ _tfctl() {
       cluster) opts="-c --config --run-dir --timeout-ms -h --help" ;;
       status|logs) opts="$opts --follow" ;;
       step) opts="$opts -n" ;;
+      inspect) opts="--export -h --help" ;;
     esac
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
     return
@@ -41,6 +43,7 @@ _tfctl() {
     cluster) COMPREPLY=($(compgen -W "up down" -- "$cur")) ;;
     run|graph) COMPREPLY=($(compgen -f -X '!*.@(tfg|yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null ;;
     submit) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null ;;
+    inspect) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null ;;
   esac
 }
 complete -F _tfctl tfctl

@@ -501,6 +501,45 @@ tf_code tf_ckpt_commit(const char *dir, tf_ckpt_manifest *m, int keep,
   return c;
 }
 
+tf_code tf_ckpt_truncate(const char *dir, int64_t step, int *removed,
+                         tf_status *st) {
+  *removed = 0;
+  found *f;
+  int nf;
+  TF_TRY(scan(dir, false, &f, &nf, st));
+  for (int i = 0; i < nf; i++) { /* the directories first: see the header */
+    if (f[i].step > step) {
+      char *path = join(dir, f[i].name);
+      if (remove_checkpoint(path, NULL) == TF_OK) {
+        (*removed)++;
+      }
+      free(path);
+    }
+  }
+  found_free(f, nf);
+  char **names;
+  int n;
+  TF_TRY(known_names(dir, &names, &n, NULL, st));
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t s = 0;
+    if (tf_ckpt_dir_name_step(names[i], &s) && s <= step) {
+      names[k++] = names[i];
+    } else {
+      free(names[i]);
+    }
+  }
+  char *text = tf_ckpt_pointer_format(names, k), *path = join(dir, POINTER_FILE);
+  tf_code c = k > 0 ? tf_fs_write_atomic(path, text, strlen(text), st) : TF_OK;
+  if (k == 0 && unlink(path) != 0 && errno != ENOENT) {
+    c = tf__ckpt_os_error(st, "cannot remove", path, errno);
+  }
+  free(path);
+  free(text);
+  names_free(names, k);
+  return c;
+}
+
 /* ---- reading -------------------------------------------------------------------- */
 
 tf_code tf_ckpt_list(const char *dir, tf_ckpt_manifest **out, int *n,

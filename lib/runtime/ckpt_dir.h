@@ -113,6 +113,15 @@ tf_code tf_ckpt_begin(const char *dir, int64_t step, char **ckpt_path,
 tf_code tf_ckpt_commit(const char *dir, tf_ckpt_manifest *m, int keep,
                        tf_status *st);
 
+/* Drops the checkpoints of dir after step (a timeline abandoned by a
+ * restore of an older checkpoint: saves of the same steps then write
+ * anew, as TensorFlow's Saver overwrites them): removes their
+ * directories, then rewrites the pointer without them (a crash in
+ * between leaves a pointer naming removed checkpoints, which readers skip
+ * for the older ones). *removed gets how many directories went. */
+tf_code tf_ckpt_truncate(const char *dir, int64_t step, int *removed,
+                         tf_status *st);
+
 /* Reads and checks one checkpoint directory: the manifest's own CRC, and
  * every shard's size, CRC32C, and its tensors' CRCs (DATA_LOSS naming the
  * file, and the tensor where one is bad; NOT_FOUND when there is no

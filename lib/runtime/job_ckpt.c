@@ -67,7 +67,14 @@ tf_code tf__job_save(tf_job *j, tf_session *s, char **path, tf_status *st) {
     return TF_OK;
   }
   char *ck = NULL;
-  TF_TRY(tf_ckpt_begin(sp->checkpoint_dir, step, &ck, st));
+  tf_code began = tf_ckpt_begin(sp->checkpoint_dir, step, &ck, st);
+  if (began == TF_ALREADY_EXISTS) { /* a whole one of this step is there */
+    free(ck);
+    *path = tf__xasprintf("%s/ckpt-%lld", sp->checkpoint_dir, (long long)step);
+    tf_status_init(st);
+    return TF_OK;
+  }
+  TF_TRY(began);
   tf_ckpt_shard_ref *refs = tf__xcalloc((size_t)j->jg->n_shards + 1, sizeof *refs);
   for (int k = 0; k < j->jg->n_shards; k++) {
     refs[k].file = j->jg->shard_files[k];
@@ -80,6 +87,7 @@ tf_code tf__job_save(tf_job *j, tf_session *s, char **path, tf_status *st) {
     code = tf_ckpt_commit(sp->checkpoint_dir, &m, sp->checkpoint_keep, st);
   }
   int64_t bytes = code == TF_OK ? tf_ckpt_bytes(&m) : 0;
+  free(m.path); /* set by tf_ckpt_commit */
   free(refs);
   if (code != TF_OK) {
     free(ck);
@@ -164,7 +172,15 @@ tf_code tf__job_restore(tf_job *j, tf_session *s, const char *ckpt,
   if (code == TF_OK) {
     code = read_step(j, s, step, st);
   }
+  int removed = 0;
+  if (code == TF_OK && ckpt != NULL && ckpt[0] != '\0' &&
+      tf_ckpt_truncate(j->spec->checkpoint_dir, m.step, &removed, st) == TF_OK &&
+      removed > 0) {
+    tf__job_log(j, "dropped %d checkpoint(s) after step %lld: training goes on "
+                "from %s", removed, (long long)m.step, m.path);
+  }
   if (code == TF_OK) {
+    tf_status_init(st); /* a failed truncation leaves them; restore goes on */
     tf__job_log(j, "restored %s: step %lld in %.0f ms", m.path, (long long)*step,
                 (double)(tf__job_now_ns() - t0) / 1e6);
     pthread_mutex_lock(&j->mu);

@@ -557,9 +557,10 @@ static void finish(tf_job *j, tf_code code, const tf_status *st) {
   if (code != TF_OK) {
     fail(j, st);
   }
+  /* Suspended by the master's shutdown: resumable from the latest good
+   * checkpoint even when the last one could not be taken in time. */
   pthread_mutex_lock(&j->mu);
-  bool resumable = j->suspend && !j->cancel && j->error == NULL &&
-                   j->spec->checkpoint;
+  bool resumable = j->suspend && j->spec->checkpoint;
   pthread_mutex_unlock(&j->mu);
   tf__job_teardown(j, !j->spec->keep_variables && !resumable);
   tf_tensor_unref(j->test_images);
@@ -572,11 +573,12 @@ static void finish(tf_job *j, tf_code code, const tf_status *st) {
   j->ended_ns = tf__job_now_ns();
   char *error = j->error ? tf__xstrdup(j->error) : NULL;
   pthread_mutex_unlock(&j->mu);
-  if (end == TF_JOB_FAILED) {
+  if (end == TF_JOB_FAILED && !resumable) {
     tf__job_log(j, "failed: %s", error);
   } else if (resumable) {
     tf__job_log(j, "suspended at step %lld: resumes from %s when the master "
-                "starts again", (long long)j->ckpt_step, j->ckpt_path);
+                "starts again", (long long)j->ckpt_step,
+                j->ckpt_path ? j->ckpt_path : "its first step");
   }
   free(error);
   tf__job_set_state(j, end);

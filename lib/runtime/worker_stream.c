@@ -60,6 +60,7 @@ typedef struct wk_peer {
   peer_state state;
   uint64_t inc;        /* its incarnation, as its GetStatus gave it */
   int64_t checked_ns;  /* when PEER_NOSTREAM was learnt */
+  int64_t redial_ns;   /* when a send was last retried after a failed dial */
   wk_sclient *client;  /* PEER_STREAM */
   wk_qsend *queue, **tail;
   struct wk_peer *next;  /* w->peers */
@@ -72,6 +73,7 @@ typedef struct wk_ssend {
   wk_sclient *client;
   uint64_t step_id;
   char *key;
+  tf_tensor *t;        /* a reference, for a retry */
   tf_rdv_send_done done;
   void *done_arg;
 } wk_ssend;
@@ -229,11 +231,45 @@ static void count_send(tf_worker *w, int d) {
   pthread_mutex_unlock(&w->mu);
 }
 
+/* Whether a send that could not reach p's stream may go again: the dial
+ * failed (no byte of the frame left: the client's "cannot connect"), so
+ * p's advertised stream may be that of an incarnation gone (a restarted
+ * peer serves its stream on a new port). At most once a second per peer.
+ * Forgets p's stream when so. */
+static bool may_redial(tf_worker *w, wk_ssend *s, const tf_status *st) {
+  if (st->code != TF_UNAVAILABLE || strstr(st->msg, ": cannot connect: ") == NULL) {
+    return false;
+  }
+  int64_t now = tf__now_ns();
+  pthread_mutex_lock(&w->pmu);
+  bool again = now - s->peer->redial_ns > 1000000000LL;
+  if (again) {
+    s->peer->redial_ns = now;
+    peer_forget_locked(w, s->peer, s->client);
+  }
+  pthread_mutex_unlock(&w->pmu);
+  return again;
+}
+
 static void ssend_done(void *arg, const tf_status *st) {
   wk_ssend *s = arg;
   tf_worker *w = s->w;
   tf_status s2;
   tf_status_init(&s2);
+  if (may_redial(w, s, st)) {
+    tf_log(LOG_INFO, "%s: %s's tensor stream did not answer (%s): asking it again",
+           w->task_prefix, s->peer->task, st->msg);
+    if (!tf__wk_stream_send(w, s->peer->url, s->peer->task, s->step_id, s->key, s->t,
+                            s->done, s->done_arg)) {
+      tf__wk_push_message(w, s->peer->url, s->peer->task, s->step_id, s->key, s->t,
+                          false, s->done, s->done_arg);
+    }
+    tf_tensor_unref(s->t);
+    free(s->key);
+    free(s);
+    count_send(w, -1);
+    return;
+  }
   if (st->code != TF_OK) {
     tf_status_set(&s2, st->code, "%s: delivering key '%s' of step %" PRIu64 " to %s "
                   "failed: %s", w->task_prefix, s->key, s->step_id, s->peer->task,
@@ -244,6 +280,7 @@ static void ssend_done(void *arg, const tf_status *st) {
     tf__wk_cancel_steps(w, s->step_id, NULL, s2.code, s2.msg);
   }
   s->done(s->done_arg, &s2);
+  tf_tensor_unref(s->t);
   free(s->key);
   free(s);
   count_send(w, -1);
@@ -255,7 +292,8 @@ static void stream_send_now(tf_worker *w, wk_peer *p, wk_sclient *c, uint64_t in
                             tf_rdv_send_done done, void *done_arg) {
   wk_ssend *s = tf__xcalloc(1, sizeof *s);
   *s = (wk_ssend){.w = w, .peer = p, .client = c, .step_id = step_id,
-                  .key = tf__xstrdup(key), .done = done, .done_arg = done_arg};
+                  .key = tf__xstrdup(key), .t = tf_tensor_ref(t), .done = done,
+                  .done_arg = done_arg};
   tf_tstream_hdr h = {.step_id = step_id, .key = key, .from = w->task_prefix,
                       .from_inc = w->incarnation, .to = p->task, .to_inc = inc};
   count_send(w, 1);

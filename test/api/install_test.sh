@@ -127,11 +127,13 @@ installed_tfctl() {
 completion() {
   bash -c '. "$1"; COMP_WORDS=(tfctl ""); COMP_CWORD=1; _tfctl; echo "${COMPREPLY[*]}"' _ \
     "$usr/share/bash-completion/completions/tfctl" |
-    grep -qx 'health devices run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore help' &&
+    grep -qx 'health devices run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore inspect help' &&
   bash -c '. "$1"; COMP_WORDS=(tfctl run --o); COMP_CWORD=2; _tfctl; echo "${COMPREPLY[*]}"' _ \
     "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--out' &&
   bash -c '. "$1"; COMP_WORDS=(tfctl status j --f); COMP_CWORD=3; _tfctl; echo "${COMPREPLY[*]}"' _ \
-    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--follow'
+    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--follow' &&
+  bash -c '. "$1"; COMP_WORDS=(tfctl inspect d --e); COMP_CWORD=3; _tfctl; echo "${COMPREPLY[*]}"' _ \
+    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--export'
 }
 
 nothing_left() {

@@ -95,7 +95,7 @@ d = sys.argv[1]
 rng = np.random.default_rng(5)
 def write(stem, n):
     y = rng.integers(0, 3, n).astype(np.uint8)
-    x = np.clip(rng.normal(60 + 60 * y[:, None], 40, (n, 16)), 0, 255).astype(np.uint8)
+    x = np.clip(rng.normal(60 + 40 * y[:, None], 70, (n, 16)), 0, 255).astype(np.uint8)
     with open(f"{d}/{stem}-images.idx", "wb") as f:
         f.write(struct.pack(">IIII", 0x803, n, 4, 4)); f.write(x.tobytes())
     with open(f"{d}/{stem}-labels.idx", "wb") as f:
@@ -121,9 +121,11 @@ input:
   batch_size: 20
   seed: 1
   shard: shuffle
-optimizer: {name: sgd, learning_rate: 0.2}
+optimizer:
+  {name: adam, learning_rate: 0.02,
+   schedule: {type: exponential_decay, decay_steps: 100, decay_rate: 0.5}}
 replication: {mode: sync, workers: 2}
-train: {steps: 400, log_every_steps: 20}
+train: {steps: 600, log_every_steps: 20}
 eval: {every_steps: 0}
 checkpoint: {dir: $tmp/ckpt/$1, every_steps: 20, keep: 3}
 recovery: {max_attempts: 5, wait_seconds: 30}
@@ -131,11 +133,14 @@ EOF
 }
 
 start() { # start NS JOB TASK
-  local prog=tfworker
-  [ "$2" = master ] && prog=tfmaster
-  in_ns "$1" "$bin/$prog" --config "$tmp/cluster.yaml" --job "$2" --task "$3" \
-    >"$tmp/$2-$3.log" 2>&1 &
+  if [ "$2" = master ]; then
+    in_ns "$1" "$bin/tfmaster" --config "$tmp/cluster.yaml" >"$tmp/$2-$3.log" 2>&1 &
+  else
+    in_ns "$1" "$bin/tfworker" --config "$tmp/cluster.yaml" --job "$2" --task "$3" \
+      >"$tmp/$2-$3.log" 2>&1 &
+  fi
   pids+=($!)
+  disown $!
 }
 start 1 master 0; start 2 ps 0; start 3 worker 0; start 4 worker 1
 

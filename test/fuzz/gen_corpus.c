@@ -1,7 +1,8 @@
 /* gen_corpus.c: writes seed inputs for the fuzz harnesses: valid .npy and
  * tensor msgpack encodings of every dtype in several shapes, graphs
- * with every attr type in msgpack and YAML, and message bodies for the
- * msg_* harnesses (msg_seeds.h). Usage: gen_corpus DIR (writes
+ * with every attr type in msgpack and YAML, message bodies for the
+ * msg_* harnesses (msg_seeds.h), and checkpoint shards, manifests and
+ * pointer files (each behind the harness's mode byte). Usage: gen_corpus DIR (writes
  * DIR/<harness>/seed_<n>). Built and run by scripts/run-fuzz.sh. */
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
+#include "lib/core/serialize/ckpt_shard.h"
+#include "lib/runtime/ckpt_dir.h"
 #include "tf/tf.h"
 #include "test/fuzz/msg_seeds.h"
 
@@ -158,6 +163,59 @@ static void graphs(void) {
   }
 }
 
+/* buf behind each mode byte (0: as is; 1: the harness fixes the CRC). */
+static void put_modes(const char *harness, int *n, const void *buf, size_t len) {
+  char *b = malloc(len + 1);
+  memcpy(b + 1, buf, len);
+  for (int mode = 0; mode < 2; mode++) {
+    b[0] = (char)mode;
+    put(harness, (*n)++, b, len + 1);
+  }
+  free(b);
+}
+
+/* Shards with whole tensors of several dtypes and with slices; a
+ * manifest and a pointer file. */
+static void checkpoints(void) {
+  char dir[] = "/tmp/gen_corpus.XXXXXX", path[64];
+  if (mkdtemp(dir) == NULL) die("mkdtemp", NULL);
+  snprintf(path, sizeof path, "%s/s", dir);
+  tf_tensor *t[4] = {make_tensor(TF_FLOAT32, tf_shape_of(2, 2, 3), 1),
+                     make_tensor(TF_STRING, tf_shape_of(1, 2), 2),
+                     make_tensor(TF_BOOL, tf_shape_of(1, 3), 3),
+                     make_tensor(TF_INT64, tf_shape_of(2, 1, 3), 4)};
+  tf_ckpt_entry e[5] = {{"w", NULL, t[0]}, {"vocab", "", t[1]}, {"mask", NULL, t[2]},
+                        {"emb", "2 3 0,1:-", t[3]}, {"emb", "2 3 1,1:-", t[3]}};
+  int n = 0;
+  tf_status st;
+  for (int k = 1; k <= 5; k++) {
+    if (tf_ckpt_shard_write(path, e, k, &st) != TF_OK) die("shard", &st);
+    char buf[4096];
+    FILE *f = fopen(path, "rb");
+    size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f == NULL || len == 0 || len == sizeof buf) die(path, NULL);
+    fclose(f);
+    put_modes("ckpt_shard", &n, buf, len);
+  }
+  unlink(path);
+  rmdir(dir);
+  for (int i = 0; i < 4; i++) tf_tensor_unref(t[i]);
+  tf_ckpt_shard_ref sh[2] = {{"ps-0.shard", 1234, 0xdeadbeef}, {"worker-0.shard", 0, 0}};
+  tf_ckpt_manifest m = {.job = "fmnist-mlp", .step = 1000, .time_ms = 1700000000000,
+                        .spec_hash = "0123abcd", .mode = "sync", .n_shards = 2, .shards = sh};
+  char *text;
+  size_t len;
+  if (tf_ckpt_manifest_format(&m, &text, &len, &st) != TF_OK) die("manifest", &st);
+  n = 0;
+  put_modes("ckpt_manifest", &n, text, len);
+  put_modes("ckpt_manifest", &n, text, len - 17); /* the body alone */
+  free(text);
+  char *names[] = {"ckpt-800", "ckpt-900", "ckpt-1000"};
+  text = tf_ckpt_pointer_format(names, 3);
+  put_modes("ckpt_manifest", &n, text, strlen(text));
+  free(text);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: gen_corpus DIR\n");
@@ -168,5 +226,6 @@ int main(int argc, char **argv) {
   tensors();
   graphs();
   msg_seeds(put);
+  checkpoints();
   return 0;
 }

@@ -71,7 +71,7 @@ static bool has_state(const char *out, const char *state) {
 }
 
 static char *write_spec(th_cluster *c, const char *name, const char *ckdir) {
-  char text[2048];
+  char text[8192];
   snprintf(text, sizeof text,
            "name: %s\n"
            "model:\n"

@@ -216,7 +216,7 @@ static void restore_latest(th_cluster *c, const char *id, const char *path, long
   char *out = NULL, *err = NULL;
   int rc = tfctl(c, &out, &err, "restore", id, NULL);
   char want[600];
-  snprintf(want, sizeof want, "job %s: restoring %s (step %lld)", id, path, s1);
+  snprintf(want, sizeof want, "restoring %s (step %lld)", path, s1);
   TH_REQUIRE(c, rc == 0 && strncmp(out, want, strlen(want)) == 0,
              "restore: exit %d: '%s' (want '%s') %s", rc, out, want, err);
   free(out), free(err);

@@ -95,6 +95,39 @@ START_TEST(test_commit_list_keep) {
 }
 END_TEST
 
+/* Truncating after step 200 of 100..400: the later directories go, the
+ * pointer names the rest with 200 the latest; a save of 300 then commits
+ * anew (begin no longer finds the old one). Truncating before every step
+ * removes the pointer. */
+START_TEST(test_truncate) {
+  char dir[IO_PATH_MAX], buf[512];
+  io_tmpdir(dir, sizeof dir);
+  for (int64_t s = 100; s <= 400; s += 100) cd_save(dir, s, 0);
+  int removed = -1;
+  tf_status st;
+  ck_assert_msg(tf_ckpt_truncate(dir, 200, &removed, &st) == TF_OK, "%s", st.msg);
+  ck_assert_int_eq(removed, 2);
+  ck_assert_str_eq(listing(dir, buf, sizeof buf), "checkpoint ckpt-100 ckpt-200");
+  char *ptr = read_text(dir, "checkpoint");
+  ck_assert_str_eq(ptr, "model_checkpoint_path: \"ckpt-200\"\n"
+                        "all_model_checkpoint_paths: \"ckpt-100\"\n"
+                        "all_model_checkpoint_paths: \"ckpt-200\"\n");
+  free(ptr);
+  cd_save(dir, 300, 0);
+  tf_ckpt_manifest m;
+  char *note = NULL;
+  ck_assert(tf_ckpt_latest(dir, &m, &note, &st) == TF_OK);
+  ck_assert_int_eq(m.step, 300);
+  tf_ckpt_manifest_fini(&m);
+  free(note);
+  ck_assert(tf_ckpt_truncate(dir, 50, &removed, &st) == TF_OK);
+  ck_assert_int_eq(removed, 3);
+  ck_assert_str_eq(listing(dir, buf, sizeof buf), "");
+  ck_assert_int_eq(tf_ckpt_latest(dir, &m, &note, &st), TF_NOT_FOUND);
+  io_tmpdir_remove(dir);
+}
+END_TEST
+
 /* Flips bit `bit` of byte off of file path. */
 static void flip(const char *path, size_t off, int bit) {
   size_t n;
@@ -269,6 +302,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_latest_and_list_when_empty);
   tcase_add_test(tc, test_begin_cleans_and_refuses);
   tcase_add_test(tc, test_commit_refusals);
+  tcase_add_test(tc, test_truncate);
   suite_add_tcase(s, tc);
   return s;
 }

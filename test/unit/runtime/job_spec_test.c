@@ -190,6 +190,10 @@ START_TEST(test_defaults) {
   ck_assert(!s->eval);
   ck_assert(!s->checkpoint);
   ck_assert(s->checkpoint_dir == NULL);
+  ck_assert_int_eq(s->recovery_max_attempts, 10);
+  ck_assert_int_eq(s->recovery_wait_seconds, 300);
+  ck_assert_uint_eq(strlen(s->hash), 8);
+  ck_assert_uint_eq(s->text_len, strlen(s->text));
   tf_job_spec_free(s);
   tf_job_spec_free(NULL);
 }
@@ -244,7 +248,8 @@ START_TEST(test_every_key) {
       "              placement: balanced, ps_tasks: 2}\n"
       "train: {epochs: 2, log_every_steps: 5}\n"
       "eval: {every_steps: 0, at_end: true, batch_size: 11}\n"
-      "checkpoint: {dir: ck, every_seconds: 30, keep: 1}\n";
+      "checkpoint: {dir: ck, every_seconds: 30, keep: 1}\n"
+      "recovery: {max_attempts: 0, wait_seconds: 7}\n";
   /* learning_rate with piecewise is an error: take it out. */
   char *t = strdup(text);
   char *lr = strstr(t, "  learning_rate: 0.5\n");
@@ -332,6 +337,8 @@ START_TEST(test_every_key) {
   ck_assert_str_eq(s->checkpoint_dir, "ck");
   ck_assert_int_eq(s->checkpoint_every_seconds, 30);
   ck_assert_int_eq(s->checkpoint_keep, 1);
+  ck_assert_int_eq(s->recovery_max_attempts, 0);
+  ck_assert_int_eq(s->recovery_wait_seconds, 7);
   /* Worker 1 of 3 reads the files 1 (of 3), seed stays per spec. */
   const char **files;
   int n;
@@ -441,7 +448,7 @@ START_TEST(test_yaml_errors) {
             "the top level");
   parse_err("nam: a\n", "x.yaml:1:1: unknown key 'nam' in the top level "
             "(expected name, model, graph, input, optimizer, replication, "
-            "train, eval, checkpoint)");
+            "train, eval, checkpoint, recovery)");
   parse_err("? [a]\n: b\n", "x.yaml:1:3: expected a key name, got a sequence");
   char *big = malloc(TF_JOB_SPEC_BYTES_MAX + 2);
   memset(big, '#', TF_JOB_SPEC_BYTES_MAX + 1);
@@ -504,6 +511,12 @@ START_TEST(test_section_errors) {
   parse_err(HEAD TRAIN "checkpoint: {dir: ''}\n", "x.yaml:12:19: "
             "checkpoint.dir: expected a directory of 1..4095 bytes, got 0 "
             "bytes");
+  parse_err(HEAD TRAIN "recovery: {max_attempts: 1001}\n", "x.yaml:12:26: "
+            "recovery.max_attempts: expected an integer in 0..1000, got '1001'");
+  parse_err(HEAD TRAIN "recovery: {wait_seconds: 0}\n", "x.yaml:12:26: "
+            "recovery.wait_seconds: expected an integer in 1..86400, got '0'");
+  parse_err(HEAD TRAIN "recovery: {tries: 3}\n", "x.yaml:12:12: recovery: "
+            "unknown key 'tries' in 'recovery' (expected max_attempts, wait_seconds)");
 }
 END_TEST
 

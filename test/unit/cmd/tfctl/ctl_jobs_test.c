@@ -705,7 +705,7 @@ START_TEST(test_restore) {
   fk.note = "restoring run/ckpt/fmnist/ckpt-300 (step 300)";
   run r = do_cmd((tf_ctl_jobs_opts){0}, CMD_RESTORE, "j-1", "ckpt-300", 0);
   ck_assert_msg(r.rc == 0, "%s", r.err);
-  ck_assert_str_eq(r.out, "job j-1: restoring run/ckpt/fmnist/ckpt-300 (step 300)\n");
+  ck_assert_str_eq(r.out, "restoring run/ckpt/fmnist/ckpt-300 (step 300)\n");
   ck_assert_str_eq(fk.action, "restore");
   ck_assert_str_eq(fk.ckpt, "ckpt-300");
   run_free(&r);
