@@ -34,7 +34,7 @@ static tf_wire_msg *list_msg(const tf_msg_device *ds, int n) {
 static const char *devs1[] = {DEV};
 static const tf_msg_task_status tasks3[] = {
     {"master", 0, "tcp://127.0.0.1:2220", true, 5, 0, NULL, 0, ""},
-    {"worker", 1, "tcp://127.0.0.1:2222", true, 7, 1, devs1, 12, ""},
+    {"worker", 1, "tcp://127.0.0.1:2222", true, 7, 1, devs1, 12, "", "job-1@40 job-2@7"},
     {"ps", 0, "tcp://127.0.0.1:2223", false, 0, 0, NULL, -1, "no answer within 500 ms"}};
 
 static tf_wire_msg *cluster_msg(const tf_msg_task_status *ts, int n) {
@@ -190,6 +190,7 @@ START_TEST(list_and_cluster_round_trip) {
     for (int k = 0; k < t->n_devices; k++) ck_assert_str_eq(t->devices[k], want->devices[k]);
     ck_assert(t->last_ok_ms == want->last_ok_ms);
     ck_assert_str_eq(t->error, want->error);
+    ck_assert_str_eq(t->jobs, want->jobs ? want->jobs : "");
   }
   tf_msg_cluster_status_reply_fini(&b);
 }
@@ -279,7 +280,7 @@ START_TEST(bodies_are_the_documented_bytes) {
   msgpack_pack_map(&pk, 1);
   pack_s(&pk, "tasks");
   msgpack_pack_array(&pk, 1);
-  msgpack_pack_map(&pk, 8);
+  msgpack_pack_map(&pk, 9);
   pack_s(&pk, "job");
   pack_s(&pk, "worker");
   pack_s(&pk, "task");
@@ -297,6 +298,8 @@ START_TEST(bodies_are_the_documented_bytes) {
   msgpack_pack_int64(&pk, 12);
   pack_s(&pk, "error");
   pack_s(&pk, "");
+  pack_s(&pk, "jobs");
+  pack_s(&pk, "job-1@40 job-2@7");
   r = cluster_msg(tasks3 + 1, 1);
   mt_same_bytes(r, &sb);
   tf_wire_msg_free(r);
