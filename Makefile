@@ -88,7 +88,8 @@ endif
 TEST_SRCS += $(INTEG_SRCS)
 TEST_BINS := $(addprefix $(BUILD)/,$(basename $(TEST_SRCS)))
 CXX_TEST_BINS := $(addprefix $(BUILD)/,$(basename $(filter %.cc,$(TEST_SRCS))))
-HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o $(BUILD)/obj/test/integration/igraph.o
+HARNESS_OBJS := $(BUILD)/obj/test/integration/harness.o $(BUILD)/obj/test/integration/igraph.o \
+  $(BUILD)/obj/test/integration/jobutil.o
 TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o $(BUILD)/obj/test/unit/testnet.o
 CMD_SRCS  := $(wildcard cmd/*/main.c)
 CMD_BINS  := $(patsubst cmd/%/main.c,$(BINDIR)/%,$(CMD_SRCS))
@@ -189,6 +190,9 @@ $(BUILD)/obj/test/integration/%.o: test/integration/%.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DTF_BIN_DIR='"$(abspath $(BINDIR))"' -c $< -o $@
 
 # The harness drives the daemons with tfctl's helpers (spawn, pid files).
+# Naming the harness objects as prerequisites of the test binaries makes
+# make pick this rule (not $(BUILD)/test/%) before they are built.
+$(filter $(BUILD)/test/integration/%,$(TEST_BINS)): $(HARNESS_OBJS)
 $(BUILD)/test/integration/%: $(BUILD)/obj/test/integration/%.o $(HARNESS_OBJS) $(call cmd_helper_objs,tfctl) $(TESTUTIL_OBJS) $(STATIC) $(CMD_BINS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $(filter %.o,$^) $(LINK_TF) $(CHECK_LIBS) $(LDLIBS)

@@ -14,7 +14,6 @@
  *
  * Skipped, saying why, when Debian's dataset-fashion-mnist is absent. */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,7 +26,7 @@
 
 #include "cmd/tfctl/ctl_procs.h"
 #include "lib/runtime/ckpt_dir.h"
-#include "test/integration/harness.h"
+#include "test/integration/jobutil.h"
 #include "test/unit/testutil.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"
@@ -37,38 +36,6 @@
 #define ACC_TOL 0.01
 #define JOB_MS (TH_SANITIZED ? 1200000 : 400000)
 #define MAX_RUNS 20
-
-static int tfctl(th_cluster *c, int64_t ms, char **out, const char *a0, ...) {
-  char *argv[16];
-  int k = 0;
-  argv[k++] = th_bin("tfctl");
-  argv[k++] = "-c";
-  argv[k++] = c->config;
-  va_list ap;
-  va_start(ap, a0);
-  for (const char *a = a0; a != NULL && k < 15; a = va_arg(ap, const char *)) {
-    argv[k++] = (char *)a;
-  }
-  va_end(ap);
-  argv[k] = NULL;
-  int rc = th_run(c, argv, ms, out, NULL);
-  free(argv[0]);
-  return rc;
-}
-
-/* "key: value" of tfctl status output; NAN when absent. */
-static double field(const char *out, const char *key) {
-  char k[64];
-  snprintf(k, sizeof k, "\n%s: ", key);
-  const char *p = strstr(out, k);
-  return p ? strtod(p + strlen(k), NULL) : NAN;
-}
-
-static bool has_state(const char *out, const char *state) {
-  char k[64];
-  snprintf(k, sizeof k, "\nstate: %s\n", state);
-  return strstr(out, k) != NULL;
-}
 
 static char *write_spec(th_cluster *c, const char *name, const char *ckdir) {
   char text[8192];
@@ -95,7 +62,9 @@ static char *write_spec(th_cluster *c, const char *name, const char *ckdir) {
            "  shuffle: true\n"
            "  seed: 1\n"
            "  shard: shuffle\n"
-           "optimizer: {name: adam, learning_rate: 0.001}\n"
+           "optimizer:\n"
+           "  {name: adam, learning_rate: 0.002,\n"
+           "   schedule: {type: exponential_decay, decay_steps: 240, decay_rate: 0.5}}\n"
            "replication: {mode: sync, workers: 2}\n"
            "train: {epochs: %d, log_every_steps: 100}\n"
            "eval: {every_steps: 0}\n"
@@ -107,39 +76,14 @@ static char *write_spec(th_cluster *c, const char *name, const char *ckdir) {
   return th_write_file(c, file, text);
 }
 
-static char *submit(th_cluster *c, const char *path) {
-  char *out = NULL;
-  int rc = tfctl(c, 20000, &out, "submit", path, NULL);
-  TH_REQUIRE(c, rc == 0 && out != NULL, "submit %s: exit %d: %s", path, rc,
-             out ? out : "");
-  char *nl = strrchr(out, '\n');
-  while (nl != NULL && nl[1] == '\0' && nl > out) { /* the last line: the id */
-    *nl = '\0';
-    nl = strrchr(out, '\n');
-  }
-  char *id = strdup(nl ? nl + 1 : out);
-  free(out);
-  return id;
-}
-
-/* The job's status output (malloc'd; "" when the master does not answer). */
-static char *status(th_cluster *c, const char *id) {
-  char *out = NULL;
-  if (tfctl(c, 5000, &out, "status", id, NULL) != 0) {
-    free(out);
-    return strdup("");
-  }
-  return out;
-}
-
 /* Waits for the job to end; returns its test_accuracy. */
 static double wait_done(th_cluster *c, const char *id) {
   int64_t end = tf_ctl_now_ms() + JOB_MS;
   for (;;) {
-    char *out = status(c, id);
-    bool done = has_state(out, "done");
-    bool bad = has_state(out, "failed") || has_state(out, "cancelled");
-    double acc = field(out, "test_accuracy");
+    char *out = tj_status(c, id);
+    bool done = tj_has_state(out, "done");
+    bool bad = tj_has_state(out, "failed") || tj_has_state(out, "cancelled");
+    double acc = tj_field(out, "test_accuracy");
     TH_REQUIRE(c, !bad, "job %s ended badly:\n%s", id, out);
     free(out);
     if (done) {
@@ -155,7 +99,7 @@ static double wait_done(th_cluster *c, const char *id) {
 /* How many lines of the job's log contain s (-1: no answer). */
 static int count_lines(th_cluster *c, const char *id, const char *s) {
   char *out = NULL;
-  if (tfctl(c, 5000, &out, "logs", id, NULL) != 0) {
+  if (tj_tfctl(c, 5000, &out, NULL, "logs", id, NULL) != 0) {
     free(out);
     return -1;
   }
@@ -171,9 +115,9 @@ static int count_lines(th_cluster *c, const char *id, const char *s) {
 static void wait_stepping(th_cluster *c, const char *id, int64_t min_step) {
   int64_t end = tf_ctl_now_ms() + JOB_MS;
   for (;;) {
-    char *out = status(c, id);
-    bool ok = has_state(out, "running") && field(out, "step") >= (double)min_step;
-    TH_REQUIRE(c, !has_state(out, "failed") && !has_state(out, "done"),
+    char *out = tj_status(c, id);
+    bool ok = tj_has_state(out, "running") && tj_field(out, "step") >= (double)min_step;
+    TH_REQUIRE(c, !tj_has_state(out, "failed") && !tj_has_state(out, "done"),
                "job %s ended before the kills were done:\n%s", id, out);
     free(out);
     if (ok) {
@@ -208,10 +152,10 @@ static int64_t one_kill(th_cluster *c, const char *id, unsigned *seed) {
     if (n > before) {
       return tf_ctl_now_ms() - back;
     }
-    char *out = status(c, id);
-    TH_REQUIRE(c, !has_state(out, "failed"), "job %s failed after %s-%d was "
+    char *out = tj_status(c, id);
+    TH_REQUIRE(c, !tj_has_state(out, "failed"), "job %s failed after %s-%d was "
                "killed:\n%s", id, t->job, t->task, out);
-    bool done = has_state(out, "done");
+    bool done = tj_has_state(out, "done");
     free(out);
     if (done) {
       return -1; /* it ended before stepping again: nothing to time */
@@ -220,14 +164,6 @@ static int64_t one_kill(th_cluster *c, const char *id, unsigned *seed) {
                "%s-%d came back", id, t->job, t->task);
     usleep(50 * 1000);
   }
-}
-
-static int remove_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  return remove(p);
-}
-
-static void remove_tree(const char *dir) {
-  nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static int cmp64(const void *a, const void *b) {
@@ -275,7 +211,7 @@ START_TEST(test_chaos) {
   char dir[400];
   snprintf(dir, sizeof dir, "%s/ref", root);
   char *path = write_spec(c, "chaos-ref", dir);
-  char *id = submit(c, path);
+  char *id = tj_submit(c, path);
   double ref = wait_done(c, id);
   free(id);
   free(path);
@@ -287,7 +223,7 @@ START_TEST(test_chaos) {
     snprintf(name, sizeof name, "chaos-%d", r);
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     path = write_spec(c, name, dir);
-    id = submit(c, path);
+    id = tj_submit(c, path);
     char line[512];
     int len = 0;
     for (int k = 0; k < KILLS; k++) {
@@ -311,7 +247,7 @@ START_TEST(test_chaos) {
   fprintf(stderr, "chaos: %d recoveries, median %lld ms, max %lld ms\n", nt,
           nt ? (long long)times[nt / 2] : -1LL, nt ? (long long)times[nt - 1] : -1LL);
   th_cluster_free(c);
-  remove_tree(root);
+  tj_remove_tree(root);
 }
 END_TEST
 

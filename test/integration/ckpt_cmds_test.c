@@ -19,63 +19,13 @@
 #include <unistd.h>
 
 #include "cmd/tfctl/ctl_procs.h"
-#include "test/integration/harness.h"
+#include "test/integration/jobutil.h"
 #include "test/unit/testutil.h"
 
 #define N_TRAIN 256
-#define PIXELS 16
-#define CLASSES 3
 
-/* Runs tfctl -c CONFIG args...; returns the exit code. out and err get
- * its output (malloc'd; err may be NULL). */
-static int tfctl(th_cluster *c, char **out, char **err, const char *a0, ...) {
-  char *argv[16];
-  int k = 0;
-  argv[k++] = th_bin("tfctl");
-  argv[k++] = "-c";
-  argv[k++] = c->config;
-  va_list ap;
-  va_start(ap, a0);
-  for (const char *a = a0; a != NULL && k < 15; a = va_arg(ap, const char *)) {
-    argv[k++] = (char *)a;
-  }
-  va_end(ap);
-  argv[k] = NULL;
-  int rc = th_run(c, argv, 20000, out, err);
-  free(argv[0]);
-  return rc;
-}
-
-static void put_be32(FILE *f, uint32_t v) {
-  unsigned char b[4] = {v >> 24, v >> 16, v >> 8, v};
-  fwrite(b, 1, 4, f);
-}
-
-/* IDX images uint8 [n, 4, 4] and labels [n] in DIR: a bright quarter per
- * class over noise, from seed. */
-static void write_idx(th_cluster *c, int n, uint32_t seed) {
-  char pi[512], pl[512];
-  snprintf(pi, sizeof pi, "%s/train-images.idx", c->dir);
-  snprintf(pl, sizeof pl, "%s/train-labels.idx", c->dir);
-  FILE *fi = fopen(pi, "wb"), *fl = fopen(pl, "wb");
-  TH_REQUIRE(c, fi && fl, "cannot write %s", pi);
-  fwrite("\0\0\x08\x03", 1, 4, fi);
-  put_be32(fi, (uint32_t)n), put_be32(fi, 4), put_be32(fi, 4);
-  fwrite("\0\0\x08\x01", 1, 4, fl);
-  put_be32(fl, (uint32_t)n);
-  for (int i = 0; i < n; i++) {
-    seed = seed * 1103515245u + 12345u;
-    unsigned char label = (unsigned char)((seed >> 16) % CLASSES);
-    fputc(label, fl);
-    for (int k = 0; k < PIXELS; k++) {
-      seed = seed * 1103515245u + 12345u;
-      int bright = (k / 4 < 2) == (label == 0) && (k % 4 < 2) == (label != 2);
-      fputc((int)((seed >> 16) % 96 + (bright ? 150 : 0)), fi);
-    }
-  }
-  fclose(fi);
-  fclose(fl);
-}
+/* tfctl -c CONFIG args... with a 20 s deadline (jobutil.h). */
+#define tfctl(c, out, err, ...) tj_tfctl((c), 20000, (out), (err), __VA_ARGS__)
 
 /* A job spec training for ever; ckpt: its checkpoint section's YAML, or
  * "" for none. */
@@ -97,44 +47,10 @@ static char *write_spec(th_cluster *c, const char *name, const char *ckpt) {
            "replication: {mode: sync, workers: 1}\n"
            "train: {steps: 100000000, log_every_steps: 10}\n"
            "%s",
-           name, PIXELS, CLASSES, c->dir, c->dir, ckpt);
+           name, TJ_PIXELS, TJ_CLASSES, c->dir, c->dir, ckpt);
   char file[96];
   snprintf(file, sizeof file, "%s.yaml", name);
   return th_write_file(c, file, text);
-}
-
-/* The last non-empty line of s (static buffer). */
-static const char *last_line(const char *s) {
-  static char buf[512];
-  buf[0] = '\0';
-  for (const char *p = s; p && *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t n = nl ? (size_t)(nl - p) : strlen(p);
-    if (n > 0) {
-      snprintf(buf, sizeof buf, "%.*s", (int)n, p);
-    }
-    p = nl ? nl + 1 : NULL;
-  }
-  return buf;
-}
-
-static char *submit(th_cluster *c, const char *path) {
-  char *out = NULL;
-  int rc = tfctl(c, &out, NULL, "submit", path, NULL);
-  TH_REQUIRE(c, rc == 0, "submit %s: exit %d: %s", path, rc, out ? out : "");
-  char *id = strdup(last_line(out));
-  free(out);
-  return id;
-}
-
-/* The job's status (malloc'd; "" when tfctl failed). */
-static char *status(th_cluster *c, const char *id) {
-  char *out = NULL;
-  if (tfctl(c, &out, NULL, "status", id, NULL) != 0) {
-    free(out);
-    return strdup("");
-  }
-  return out;
 }
 
 /* The integer after "\nkey: " in s, or -1. */
@@ -149,7 +65,7 @@ static long long int_field(const char *s, const char *key) {
 static long long wait_step(th_cluster *c, const char *id, long long step) {
   int64_t end = tf_ctl_now_ms() + 30000;
   for (;;) {
-    char *out = status(c, id);
+    char *out = tj_status(c, id);
     long long s = int_field(out, "step");
     TH_REQUIRE(c, strstr(out, "\nstate: failed") == NULL, "job %s failed:\n%s", id, out);
     free(out);
@@ -163,12 +79,12 @@ static long long wait_step(th_cluster *c, const char *id, long long step) {
 
 /* Waits until the job's step holds still for 400 ms; returns it. */
 static long long settle(th_cluster *c, const char *id) {
-  char *out = status(c, id);
+  char *out = tj_status(c, id);
   long long last = int_field(out, "step");
   free(out);
   for (int64_t end = tf_ctl_now_ms() + 20000; tf_ctl_now_ms() < end;) {
     usleep(400 * 1000);
-    out = status(c, id);
+    out = tj_status(c, id);
     long long now = int_field(out, "step");
     free(out);
     if (now == last) {
@@ -203,8 +119,8 @@ static char *take_checkpoint(th_cluster *c, const char *id, const char *dir,
   *step = strtoll(out + strlen(head), NULL, 10);
   char want[512];
   snprintf(want, sizeof want, "%s/ckpt-%lld", dir, *step);
-  TH_REQUIRE(c, strcmp(last_line(out), want) == 0, "checkpoint: the last line is '%s', "
-             "not '%s':\n%s", last_line(out), want, out);
+  TH_REQUIRE(c, strcmp(tj_last_line(out), want) == 0, "checkpoint: the last line is '%s', "
+             "not '%s':\n%s", tj_last_line(out), want, out);
   TH_REQUIRE(c, access(want, F_OK) == 0, "%s is not there", want);
   free(out), free(err);
   return strdup(want);
@@ -223,7 +139,7 @@ static void restore_latest(th_cluster *c, const char *id, const char *path, long
   snprintf(want, sizeof want, "restored %s", path);
   int64_t end = tf_ctl_now_ms() + 20000;
   for (;;) {
-    char *lg = NULL, *st = status(c, id);
+    char *lg = NULL, *st = tj_status(c, id);
     tfctl(c, &lg, NULL, "logs", id, NULL);
     bool back = lg && strstr(lg, want) && strstr(st, "\nstate: paused\n");
     if (back || tf_ctl_now_ms() > end) {
@@ -244,14 +160,14 @@ START_TEST(test_checkpoint_commands) {
   th_opts o = th_default_opts();
   o.n_workers = 1;
   th_cluster *c = th_cluster_new(&o);
-  write_idx(c, N_TRAIN, 11u);
+  tj_write_idx(c, "train", N_TRAIN, 11u);
   TH_REQUIRE(c, th_start_all(c, 15000), "cluster did not start");
   char dir[400], section[512];
   snprintf(dir, sizeof dir, "%s/ck", c->dir);
   snprintf(section, sizeof section, "checkpoint: {dir: %s, every_seconds: 3600, keep: 5}\n",
            dir);
   char *path = write_spec(c, "ck", section);
-  char *id = submit(c, path);
+  char *id = tj_submit(c, path);
   wait_step(c, id, 10);
   long long s1 = 0;
   char *ckpt = take_checkpoint(c, id, dir, &s1);
@@ -270,7 +186,7 @@ START_TEST(test_checkpoint_commands) {
              "checkpoints has no row for ckpt-%lld with its step:\n%s", s1, out);
   fprintf(stderr, "ckpt_cmds: tfctl checkpoints:\n%s", out);
   free(out), free(err);
-  out = status(c, id);
+  out = tj_status(c, id);
   char line[600];
   snprintf(line, sizeof line, "\ncheckpoint: %s (step %lld)\n", ckpt, s1);
   TH_REQUIRE(c, strstr(out, line) && strstr(out, "\nrecoveries: 0\n"), "status:\n%s", out);
@@ -290,7 +206,7 @@ START_TEST(test_checkpoint_commands) {
   free(out), free(err);
   /* A job without a checkpoint section. */
   char *plain = write_spec(c, "plain", "");
-  char *id2 = submit(c, plain);
+  char *id2 = tj_submit(c, plain);
   const char *want = "has no checkpoint section";
   MUST_FAIL(c, want, "checkpoint", id2);
   MUST_FAIL(c, want, "checkpoints", id2);

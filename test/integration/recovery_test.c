@@ -16,68 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cmd/tfctl/ctl_procs.h"
 #include "lib/runtime/ckpt_dir.h"
-#include "test/integration/harness.h"
+#include "test/integration/jobutil.h"
 #include "test/unit/testutil.h"
 
 #define N_TRAIN 512
-#define PIXELS 16
-#define CLASSES 3
-
-static int tfctl(th_cluster *c, int64_t ms, char **out, const char *a0, ...) {
-  char *argv[16];
-  int k = 0;
-  argv[k++] = th_bin("tfctl");
-  argv[k++] = "-c";
-  argv[k++] = c->config;
-  va_list ap;
-  va_start(ap, a0);
-  for (const char *a = a0; a != NULL && k < 15; a = va_arg(ap, const char *)) {
-    argv[k++] = (char *)a;
-  }
-  va_end(ap);
-  argv[k] = NULL;
-  int rc = th_run(c, argv, ms, out, NULL);
-  free(argv[0]);
-  return rc;
-}
-
-static void put_be32(FILE *f, uint32_t v) {
-  unsigned char b[4] = {v >> 24, v >> 16, v >> 8, v};
-  fwrite(b, 1, 4, f);
-}
-
-/* IDX images uint8 [n, 4, 4] and labels [n]: a bright quarter per class. */
-static void write_idx(th_cluster *c, const char *stem, int n, uint32_t seed) {
-  char p[512];
-  snprintf(p, sizeof p, "%s/%s-images.idx", c->dir, stem);
-  FILE *fi = fopen(p, "wb");
-  snprintf(p, sizeof p, "%s/%s-labels.idx", c->dir, stem);
-  FILE *fl = fopen(p, "wb");
-  TH_REQUIRE(c, fi && fl, "cannot write %s", p);
-  fwrite("\0\0\x08\x03", 1, 4, fi);
-  put_be32(fi, (uint32_t)n), put_be32(fi, 4), put_be32(fi, 4);
-  fwrite("\0\0\x08\x01", 1, 4, fl);
-  put_be32(fl, (uint32_t)n);
-  for (int i = 0; i < n; i++) {
-    seed = seed * 1103515245u + 12345u;
-    unsigned char label = (unsigned char)((seed >> 16) % CLASSES);
-    fputc(label, fl);
-    for (int k = 0; k < PIXELS; k++) {
-      seed = seed * 1103515245u + 12345u;
-      int bright = (k / 4 < 2) == (label == 0) && (k % 4 < 2) == (label != 2);
-      fputc((int)((seed >> 16) % 96 + (bright ? 150 : 0)), fi);
-    }
-  }
-  fclose(fi);
-  fclose(fl);
-}
 
 static char *write_spec(th_cluster *c, const char *name, const char *ckdir,
                         int steps, int wait_s) {
@@ -104,41 +52,18 @@ static char *write_spec(th_cluster *c, const char *name, const char *ckdir,
            "eval: {every_steps: 0}\n"
            "checkpoint: {dir: %s, every_steps: 50, keep: 3}\n"
            "recovery: {max_attempts: 5, wait_seconds: %d}\n",
-           name, PIXELS, CLASSES, c->dir, c->dir, c->dir, c->dir, steps, ckdir,
+           name, TJ_PIXELS, TJ_CLASSES, c->dir, c->dir, c->dir, c->dir, steps, ckdir,
            wait_s);
   char file[96];
   snprintf(file, sizeof file, "%s.yaml", name);
   return th_write_file(c, file, text);
 }
 
-static char *submit(th_cluster *c, const char *path) {
-  char *out = NULL;
-  int rc = tfctl(c, 20000, &out, "submit", path, NULL);
-  TH_REQUIRE(c, rc == 0 && out != NULL, "submit: exit %d: %s", rc, out ? out : "");
-  size_t n = strlen(out);
-  while (n > 0 && out[n - 1] == '\n') {
-    out[--n] = '\0';
-  }
-  char *nl = strrchr(out, '\n');
-  char *id = strdup(nl ? nl + 1 : out);
-  free(out);
-  return id;
-}
-
-static char *status(th_cluster *c, const char *id) {
-  char *out = NULL;
-  if (tfctl(c, 5000, &out, "status", id, NULL) != 0) {
-    free(out);
-    return strdup("");
-  }
-  return out;
-}
-
 /* The job's log lines about recovery (restore, recover, skip, fail,
  * suspend, wait), malloc'd. */
 static char *logs(th_cluster *c, const char *id) {
   char *out = NULL;
-  if (tfctl(c, 5000, &out, "logs", id, NULL) != 0) {
+  if (tj_tfctl(c, 5000, &out, NULL, "logs", id, NULL) != 0) {
     free(out);
     return strdup("");
   }
@@ -158,19 +83,12 @@ static char *logs(th_cluster *c, const char *id) {
   return keep;
 }
 
-static double field(const char *out, const char *key) {
-  char k[64];
-  snprintf(k, sizeof k, "\n%s: ", key);
-  const char *p = strstr(out, k);
-  return p ? strtod(p + strlen(k), NULL) : NAN;
-}
-
 /* Waits until the job's status contains want (or a final state); returns
  * the status (malloc'd). */
 static char *wait_status(th_cluster *c, const char *id, const char *want, int64_t ms) {
   int64_t end = tf_ctl_now_ms() + ms;
   for (;;) {
-    char *out = status(c, id);
+    char *out = tj_status(c, id);
     if (strstr(out, want) != NULL || strstr(out, "\nstate: failed") ||
         strstr(out, "\nstate: done") || strstr(out, "\nstate: cancelled") ||
         tf_ctl_now_ms() > end) {
@@ -185,8 +103,8 @@ static char *wait_status(th_cluster *c, const char *id, const char *want, int64_
 static void wait_step(th_cluster *c, const char *id, int step) {
   int64_t end = tf_ctl_now_ms() + 60000;
   for (;;) {
-    char *out = status(c, id);
-    double s = field(out, "step");
+    char *out = tj_status(c, id);
+    double s = tj_field(out, "step");
     bool final = strstr(out, "\nstate: done") || strstr(out, "\nstate: failed");
     TH_REQUIRE(c, !final, "job %s ended before step %d:\n%s", id, step, out);
     free(out);
@@ -198,13 +116,9 @@ static void wait_step(th_cluster *c, const char *id, int step) {
   }
 }
 
-static int remove_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  return remove(p);
-}
-
 static void done(th_cluster *c, const char *root) {
   th_cluster_free(c);
-  nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+  tj_remove_tree(root);
 }
 
 static th_cluster *cluster(char *root) {
@@ -214,8 +128,8 @@ static th_cluster *cluster(char *root) {
   o.rpc_threads = 8;
   o.extra_yaml = extra;
   th_cluster *c = th_cluster_new(&o);
-  write_idx(c, "train", N_TRAIN, 11u);
-  write_idx(c, "test", 256, 99u);
+  tj_write_idx(c, "train", N_TRAIN, 11u);
+  tj_write_idx(c, "test", 256, 99u);
   TH_REQUIRE(c, th_start_all(c, 15000), "cluster did not start");
   return c;
 }
@@ -234,7 +148,7 @@ START_TEST(test_ps_killed_and_fallback) {
   char dir[400];
   snprintf(dir, sizeof dir, "%s/ps-kill", root);
   char *path = write_spec(c, "ps-kill", dir, 100000, 30);
-  char *id = submit(c, path);
+  char *id = tj_submit(c, path);
   wait_step(c, id, 120);
   th_task *ps = th_task_get(c, "ps", 0);
   restart(c, ps);
@@ -248,7 +162,7 @@ START_TEST(test_ps_killed_and_fallback) {
   free(lg);
   /* Pause (no newer checkpoint may replace the damaged one), damage the
    * latest checkpoint's shard, then kill the ps again. */
-  TH_REQUIRE(c, tfctl(c, 10000, NULL, "pause", id, NULL) == 0, "pause");
+  TH_REQUIRE(c, tj_tfctl(c, 10000, NULL, NULL, "pause", id, NULL) == 0, "pause");
   out = wait_status(c, id, "\nstate: paused\n", 10000);
   free(out);
   usleep(300 * 1000); /* a checkpoint under way ends */
@@ -271,7 +185,7 @@ START_TEST(test_ps_killed_and_fallback) {
   fputc(b ^ 0x10, f);
   fclose(f);
   restart(c, ps);
-  TH_REQUIRE(c, tfctl(c, 10000, NULL, "resume", id, NULL) == 0, "resume");
+  TH_REQUIRE(c, tj_tfctl(c, 10000, NULL, NULL, "resume", id, NULL) == 0, "resume");
   out = wait_status(c, id, "\nrecoveries: 2\n", 30000);
   free(out);
   wait_step(c, id, 300);
@@ -279,7 +193,7 @@ START_TEST(test_ps_killed_and_fallback) {
   TH_REQUIRE(c, strstr(lg, latest) != NULL && strstr(lg, "ps-0.shard") != NULL,
              "no note of the damaged %s in the logs:\n%s", shard, lg);
   free(lg);
-  TH_REQUIRE(c, tfctl(c, 10000, NULL, "cancel", id, NULL) == 0, "cancel");
+  TH_REQUIRE(c, tj_tfctl(c, 10000, NULL, NULL, "cancel", id, NULL) == 0, "cancel");
   free(id);
   free(path);
   done(c, root);
@@ -293,7 +207,7 @@ START_TEST(test_master_sigterm_suspends_and_resumes) {
   char dir[400];
   snprintf(dir, sizeof dir, "%s/resume", root);
   char *path = write_spec(c, "resume", dir, 1500, 30);
-  char *id = submit(c, path);
+  char *id = tj_submit(c, path);
   wait_step(c, id, 120);
   th_task *m = th_task_get(c, "master", 0);
   int64_t t0 = tf_ctl_now_ms();
@@ -336,7 +250,7 @@ START_TEST(test_worker_kept_down_fails_the_job) {
   char dir[400];
   snprintf(dir, sizeof dir, "%s/down", root);
   char *path = write_spec(c, "down", dir, 100000, 2);
-  char *id = submit(c, path);
+  char *id = tj_submit(c, path);
   wait_step(c, id, 5);
   th_kill_task(th_task_get(c, "worker", 1));
   char *out = wait_status(c, id, "\nstate: failed\n", 30000);
