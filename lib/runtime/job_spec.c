@@ -93,10 +93,6 @@ static tf_code parse_checkpoint(tf__spec *c, const yaml_node_t *v,
     return tf__spec_err(c, v, "checkpoint", "needs 'dir' (where checkpoints "
                         "are written)");
   }
-  if (f[1] != NULL && f[2] != NULL) {
-    return tf__spec_err(c, f[2], "checkpoint", "give 'every_steps' or "
-                        "'every_seconds', not both");
-  }
   s->checkpoint = true;
   TF_TRY(tf__spec_text(c, f[0], "checkpoint.dir", "a directory",
                        TF_JOB_PATH_MAX, &t));
@@ -104,10 +100,12 @@ static tf_code parse_checkpoint(tf__spec *c, const yaml_node_t *v,
   if (f[1] != NULL) {
     TF_TRY(tf__spec_int(c, f[1], "checkpoint.every_steps", 1, STEPS_MAX, "",
                         &s->checkpoint_every_steps));
-  } else if (f[2] != NULL) {
+  }
+  if (f[2] != NULL) {
     TF_TRY(tf__spec_int(c, f[2], "checkpoint.every_seconds", 1, SECONDS_MAX,
                         "", &s->checkpoint_every_seconds));
-  } else {
+  }
+  if (f[1] == NULL && f[2] == NULL) {
     s->checkpoint_every_seconds = 600; /* TF1's save_checkpoint_secs */
   }
   if (f[3] != NULL) {

@@ -228,8 +228,8 @@ typedef struct tf_job_spec {
   int64_t eval_batch_size; /* default input.batch_size */
   bool checkpoint;         /* a checkpoint section */
   char *checkpoint_dir;
-  int64_t checkpoint_every_steps;   /* one of the two is > 0 */
-  int64_t checkpoint_every_seconds; /* default 600 when neither is given */
+  int64_t checkpoint_every_steps;   /* 0: not by steps */
+  int64_t checkpoint_every_seconds; /* 0: not by time; 600 when neither is given */
   int checkpoint_keep;              /* default 5 */
   int recovery_max_attempts;        /* recoveries before FAILED; default 10 */
   int64_t recovery_wait_seconds;    /* for the tasks to be up; default 300 */

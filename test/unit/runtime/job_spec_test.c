@@ -248,7 +248,7 @@ START_TEST(test_every_key) {
       "              placement: balanced, ps_tasks: 2}\n"
       "train: {epochs: 2, log_every_steps: 5}\n"
       "eval: {every_steps: 0, at_end: true, batch_size: 11}\n"
-      "checkpoint: {dir: ck, every_seconds: 30, keep: 1}\n"
+      "checkpoint: {dir: ck, every_steps: 4, every_seconds: 30, keep: 1}\n"
       "recovery: {max_attempts: 0, wait_seconds: 7}\n";
   /* learning_rate with piecewise is an error: take it out. */
   char *t = strdup(text);
@@ -336,6 +336,7 @@ START_TEST(test_every_key) {
   ck_assert_int_eq(s->eval_batch_size, 11);
   ck_assert_str_eq(s->checkpoint_dir, "ck");
   ck_assert_int_eq(s->checkpoint_every_seconds, 30);
+  ck_assert_int_eq(s->checkpoint_every_steps, 4);
   ck_assert_int_eq(s->checkpoint_keep, 1);
   ck_assert_int_eq(s->recovery_max_attempts, 0);
   ck_assert_int_eq(s->recovery_wait_seconds, 7);
@@ -504,8 +505,8 @@ START_TEST(test_section_errors) {
   parse_err(HEAD TRAIN "checkpoint: {keep: 2}\n", "x.yaml:12:13: checkpoint: "
             "needs 'dir' (where checkpoints are written)");
   parse_err(HEAD TRAIN "checkpoint: {dir: d, every_steps: 1, every_seconds: "
-            "1}\n", "x.yaml:12:53: checkpoint: give 'every_steps' or "
-            "'every_seconds', not both");
+            "0}\n", "x.yaml:12:53: checkpoint.every_seconds: expected an integer "
+            "in 1..2147483648, got '0'");
   parse_err(HEAD TRAIN "checkpoint: {dir: d, keep: 1001}\n", "x.yaml:12:28: "
             "checkpoint.keep: expected an integer in 1..1000, got '1001'");
   parse_err(HEAD TRAIN "checkpoint: {dir: ''}\n", "x.yaml:12:19: "
