@@ -95,7 +95,7 @@ START_TEST(test_listing) {
   char *out, *err;
   tf_status st;
   ck_assert_msg(inspect(f.ckpt, NULL, NULL, &out, &err, &st) == TF_OK, "%s", st.msg);
-  char line[1024];
+  char line[4096];
   snprintf(line, sizeof line, "checkpoint: %s\njob: fmnist\nstep: 20\n"
                               "time: 2023-11-14T22:13:20.250Z\nmode: sync\nspec_hash: beef\n"
                               "shards: 2, ", f.ckpt);
