@@ -30,7 +30,7 @@
 #include "test/unit/testutil.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"
-#define EPOCHS 2
+#define EPOCHS 3
 #define CKPT_EVERY 100
 #define KILLS 5
 #define ACC_TOL 0.01
@@ -64,7 +64,7 @@ static char *write_spec(th_cluster *c, const char *name, const char *ckdir) {
            "  shard: shuffle\n"
            "optimizer:\n"
            "  {name: adam, learning_rate: 0.002,\n"
-           "   schedule: {type: exponential_decay, decay_steps: 240, decay_rate: 0.5}}\n"
+           "   schedule: {type: exponential_decay, decay_steps: 360, decay_rate: 0.5}}\n"
            "replication: {mode: sync, workers: 2}\n"
            "train: {epochs: %d, log_every_steps: 100}\n"
            "eval: {every_steps: 0}\n"

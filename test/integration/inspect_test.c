@@ -40,7 +40,7 @@ START_TEST(test_inspect_binary) {
   char *out = NULL, *err = NULL;
   int rc = tfctl(&out, &err, "inspect", dir, "--export", "1/a", npy, NULL);
   ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
-  char line[2 * IO_PATH_MAX];
+  char line[4 * IO_PATH_MAX];
   snprintf(line, sizeof line, "latest checkpoint of %s: %s\ncheckpoint: %s\njob: mnist\n"
                               "step: 20\n", dir, ck, ck);
   ck_assert_msg(strncmp(out, line, strlen(line)) == 0, "%s", out);
