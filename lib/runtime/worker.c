@@ -296,12 +296,17 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
   tf_rdv_mgr_set_max_pushed(w->rdv, spec->max_pushed_bytes);
   pthread_mutex_init(&w->mu, NULL);
   pthread_mutex_init(&w->cmu, NULL);
+  pthread_mutex_init(&w->pmu, NULL); /* the peers (worker_stream.c) */
   pthread_cond_init(&w->idle_cv, NULL);
   tf__strmap_init(&w->graphs);
   tf__strmap_init(&w->owners);
   tf__strmap_init(&w->clients);
-  tf_code rc = tf__wk_stream_start(w, url, st);
-  if (rc == TF_OK) rc = serve(w, url, st);
+  /* The task's own address first: the stream's port is any free one, and
+   * the kernel may hand out the configured port for it while that is
+   * still unbound (a peer asking in between gets no stream, and
+   * TensorPush, until it asks again). */
+  tf_code rc = serve(w, url, st);
+  if (rc == TF_OK) rc = tf__wk_stream_start(w, url, st);
   if (rc != TF_OK) {
     tf_status_prefix(st, "worker %s", w->task_prefix);
     tf_worker_free(w);

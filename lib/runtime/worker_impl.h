@@ -155,7 +155,8 @@ void tf__wk_push_message(tf_worker *w, const char *url, const char *task,
 /* ---- the tensor stream (worker_stream.c) ----------------------------------- */
 
 /* Starts the stream server on rpc_url's host, a free port (none for a URL
- * that is not tcp://); UNAVAILABLE when it cannot listen. Inits w->pmu. */
+ * that is not tcp://); UNAVAILABLE when it cannot listen. The worker's RPC
+ * server may be serving already: GetStatus sees the stream once it is up. */
 tf_code tf__wk_stream_start(tf_worker *w, const char *rpc_url, tf_status *st);
 /* The URL the server listens on, or NULL. */
 const char *tf__wk_stream_url(const tf_worker *w);

@@ -109,7 +109,6 @@ static char *stream_url_for(const char *rpc_url) {
 }
 
 tf_code tf__wk_stream_start(tf_worker *w, const char *rpc_url, tf_status *st) {
-  pthread_mutex_init(&w->pmu, NULL);
   char *url = stream_url_for(rpc_url);
   if (url == NULL) {
     tf_log(LOG_INFO, "%s: no tensor stream on %s (tcp:// only): every tensor "
@@ -124,19 +123,23 @@ tf_code tf__wk_stream_start(tf_worker *w, const char *rpc_url, tf_status *st) {
   o.self_task = w->task_prefix;
   o.self_incarnation = w->incarnation;
   o.log = stream_log;
-  tf_code rc = tf_tstream_server_start(&o, deliver, w, &w->tsrv, st);
+  tf_tstream_server *srv = NULL;
+  tf_code rc = tf_tstream_server_start(&o, deliver, w, &srv, st);
   if (rc != TF_OK) {
     tf_status_prefix(st, "tensor stream of %s", w->task_prefix);
   } else {
+    /* Published for GetStatus, which the RPC server may already serve. */
+    __atomic_store_n(&w->tsrv, srv, __ATOMIC_RELEASE);
     tf_log(LOG_INFO, "%s: tensor stream on %s", w->task_prefix,
-           tf_tstream_server_url(w->tsrv));
+           tf_tstream_server_url(srv));
   }
   free(url);
   return rc;
 }
 
 const char *tf__wk_stream_url(const tf_worker *w) {
-  return w->tsrv != NULL ? tf_tstream_server_url(w->tsrv) : NULL;
+  tf_tstream_server *srv = __atomic_load_n(&w->tsrv, __ATOMIC_ACQUIRE);
+  return srv != NULL ? tf_tstream_server_url(srv) : NULL;
 }
 
 void tf__wk_stream_stop(tf_worker *w) {
