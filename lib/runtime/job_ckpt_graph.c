@@ -22,28 +22,6 @@ typedef struct shard {
   tf_node **vars;
 } shard;
 
-static tf_node *add(tf_graph *g, const char *op, const char *name,
-                    const tf_output *in, int n, const tf_attr_kv *a, int na,
-                    tf_node *const *ctl, int nc, const char *device, tf_status *st) {
-  if (st->code != TF_OK) {
-    return NULL;
-  }
-  tf_node_builder *nb = tf_node_begin(g, op, name);
-  for (int i = 0; i < n; i++) {
-    tf_node_add_input(nb, in[i]);
-  }
-  for (int i = 0; i < na; i++) {
-    tf_node_set_attr(nb, a[i].name, a[i].value);
-  }
-  for (int i = 0; i < nc; i++) {
-    tf_node_add_control_input(nb, ctl[i]);
-  }
-  if (device != NULL) {
-    tf_node_set_device(nb, device);
-  }
-  return tf_node_finish(nb, st);
-}
-
 /* A string vector Const of v[0..n). */
 static tf_output strings(tf_graph *g, const char *name, const char *const *v,
                          int n, const char *device, tf_status *st) {
@@ -56,7 +34,7 @@ static tf_output strings(tf_graph *g, const char *name, const char *const *v,
     tf_tensor_set_string(t, i, v[i], strlen(v[i]), st);
   }
   tf_attr_kv a[] = {{"value", tf_attr_tensor(t)}, {"dtype", tf_attr_type_v(TF_STRING)}};
-  tf_node *c = add(g, "Const", name, NULL, 0, a, 2, NULL, 0, device, st);
+  tf_node *c = tf__job_node(g, "Const", name, NULL, 0, a, 2, NULL, 0, device, st);
   tf_tensor_unref(t);
   return (tf_output){c, 0};
 }
@@ -108,7 +86,7 @@ static void shard_nodes(tf_graph *g, const shard *s, int k, tf_node **saved,
   snprintf(name, sizeof name, "checkpoint/prefix_%d", k);
   tf_attr_kv pa[] = {{"dtype", tf_attr_type_v(TF_STRING)},
                      {"shape", tf_attr_shape(tf_shape_scalar())}};
-  tf_output prefix = {add(g, "Placeholder", name, NULL, 0, pa, 2, NULL, 0,
+  tf_output prefix = {tf__job_node(g, "Placeholder", name, NULL, 0, pa, 2, NULL, 0,
                           s->device, st), 0};
   snprintf(name, sizeof name, "checkpoint/names_%d", k);
   tf_output tn = strings(g, name, names, s->n, s->device, st);
@@ -128,11 +106,11 @@ static void shard_nodes(tf_graph *g, const shard *s, int k, tf_node **saved,
   }
   snprintf(name, sizeof name, "checkpoint/restore_%d", k);
   tf_output rin[3] = {prefix, tn, sl};
-  tf_node *r = add(g, "RestoreV2", name, rin, 3, ta, 1, NULL, 0, s->device, st);
+  tf_node *r = tf__job_node(g, "RestoreV2", name, rin, 3, ta, 1, NULL, 0, s->device, st);
   for (int i = 0; i < s->n && st->code == TF_OK; i++) {
     snprintf(name, sizeof name, "checkpoint/assign_%d_%d", k, i);
     tf_output ain[2] = {vals[i], {r, i}};
-    (*assigned)[(*na)++] = add(g, "Assign", name, ain, 2, NULL, 0, NULL, 0,
+    (*assigned)[(*na)++] = tf__job_node(g, "Assign", name, ain, 2, NULL, 0, NULL, 0,
                                tf_node_device(s->vars[i]), st);
   }
   free(names);
@@ -156,16 +134,16 @@ static void resync(tf_job_graph *jg, const char *device, tf_status *st) {
     tf_output in[2] = {{v, 0}, {gs, 0}};
     if (strcmp(tf_node_op(v), "ConditionalAccumulator") == 0) {
       snprintf(name, sizeof name, "checkpoint/resync_%d", nc);
-      ctl[nc++] = add(g, "AccumulatorSetGlobalStep", name, in, 2, NULL, 0, NULL,
+      ctl[nc++] = tf__job_node(g, "AccumulatorSetGlobalStep", name, in, 2, NULL, 0, NULL,
                       0, tf_node_device(v), st);
     } else if (strcmp(tf_node_op(v), "VariableV2") == 0 &&
                is_local_step(tf_node_name(v))) {
       snprintf(name, sizeof name, "checkpoint/resync_%d", nc);
-      ctl[nc++] = add(g, "Assign", name, in, 2, NULL, 0, NULL, 0,
+      ctl[nc++] = tf__job_node(g, "Assign", name, in, 2, NULL, 0, NULL, 0,
                       tf_node_device(v), st);
     }
   }
-  if (add(g, "NoOp", "checkpoint/resync", NULL, 0, NULL, 0, ctl, nc, device,
+  if (tf__job_node(g, "NoOp", "checkpoint/resync", NULL, 0, NULL, 0, ctl, nc, device,
           st) != NULL) {
     jg->resync = tf__xstrdup("checkpoint/resync");
   }
@@ -199,8 +177,8 @@ tf_code tf__job_graph_add_checkpoint(tf_job_graph *jg, tf_status *st) {
     jg->n_shards = k + 1;
   }
   const char *dev = ns > 0 ? gs[0].device : NULL;
-  if (add(g, "NoOp", "checkpoint/save", NULL, 0, NULL, 0, saved, ns, dev, st) &&
-      add(g, "NoOp", "checkpoint/restore", NULL, 0, NULL, 0, assigned, na, dev, st)) {
+  if (tf__job_node(g, "NoOp", "checkpoint/save", NULL, 0, NULL, 0, saved, ns, dev, st) &&
+      tf__job_node(g, "NoOp", "checkpoint/restore", NULL, 0, NULL, 0, assigned, na, dev, st)) {
     jg->save = tf__xstrdup("checkpoint/save");
     jg->restore = tf__xstrdup("checkpoint/restore");
   }

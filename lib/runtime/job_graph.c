@@ -30,14 +30,14 @@ typedef struct builder {
   tf_status *st;
 } builder;
 
-/* A node op(in) named name with attrs and control inputs on device. */
-static tf_output node(builder *b, const char *op, const char *name,
+tf_node *tf__job_node(tf_graph *g, const char *op, const char *name,
                       const tf_output *in, int n, const tf_attr_kv *a, int na,
-                      tf_node *const *ctl, int nc, const char *device) {
-  if (b->st->code != TF_OK) {
-    return (tf_output){NULL, 0};
+                      tf_node *const *ctl, int nc, const char *device,
+                      tf_status *st) {
+  if (st->code != TF_OK) {
+    return NULL;
   }
-  tf_node_builder *nb = tf_node_begin(b->g, op, name);
+  tf_node_builder *nb = tf_node_begin(g, op, name);
   for (int i = 0; i < n; i++) {
     tf_node_add_input(nb, in[i]);
   }
@@ -50,7 +50,14 @@ static tf_output node(builder *b, const char *op, const char *name,
   if (device != NULL) {
     tf_node_set_device(nb, device);
   }
-  return (tf_output){tf_node_finish(nb, b->st), 0};
+  return tf_node_finish(nb, st);
+}
+
+static tf_output node(builder *b, const char *op, const char *name,
+                      const tf_output *in, int n, const tf_attr_kv *a, int na,
+                      tf_node *const *ctl, int nc, const char *device) {
+  return (tf_output){tf__job_node(b->g, op, name, in, n, a, na, ctl, nc, device,
+                                  b->st), 0};
 }
 
 static tf_output const_t(builder *b, const char *name, tf_tensor *t,

@@ -6,6 +6,14 @@
 
 #include "lib/runtime/job_graph.h"
 
+/* A node op(in) named name with attrs, control inputs and a device (NULL:
+ * none) added to g; NULL (st set) on error, and nothing is added when st
+ * already holds one (builders chain calls and check once). */
+tf_node *tf__job_node(tf_graph *g, const char *op, const char *name,
+                      const tf_output *in, int n, const tf_attr_kv *a, int na,
+                      tf_node *const *ctl, int nc, const char *device,
+                      tf_status *st);
+
 /* Every node of g gets an explicit device, so that a replica's step
  * touches only its worker and the ps tasks (a stopped worker must not
  * hold up the others): nodes joined by ref edges to a placed node go there
