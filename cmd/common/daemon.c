@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/common/metrics_http.h"
 #include "cmd/common/notify.h"
 #include "lib/runtime/log.h"
 
@@ -44,10 +45,11 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
       {"job", required_argument, NULL, 'j'},
       {"task", required_argument, NULL, 't'},
       {"log-level", required_argument, NULL, 'l'},
+      {"metrics-address", required_argument, NULL, 'm'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *prog = with_task ? "tfworker" : "tfmaster";
-  *a = (tf_daemon_args){NULL, NULL, -1, -1};
+  *a = (tf_daemon_args){NULL, NULL, -1, -1, NULL};
   const char *bad = NULL;
   char buf[256];
   int c;
@@ -69,6 +71,8 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
                  "--log-level: expected err|warning|notice|info|debug, got '%s'", optarg);
         bad = buf;
       }
+    } else if (c == 'm') {
+      a->metrics_address = optarg;
     } else if (c == 'h') {
       printf("usage: %s\n", usage);
       exit(0);
@@ -153,9 +157,19 @@ static void close_all(uv_handle_t *h, void *arg) {
 }
 
 int tf_daemon_run(tf_daemon *d) {
+  tf_status mst;
+  tf_status_init(&mst);
+  if (d->spec != NULL && tf_metrics_http_start_daemon(d->spec, d->job, d->task,
+                                                      d->metrics_address, &d->metrics,
+                                                      &mst) != TF_OK) {
+    tf_log(LOG_ERR, "cannot start: %s", mst.msg);
+    d->free(d->svc);
+    return 1;
+  }
   int rc = uv_loop_init(&d->loop);
   if (rc != 0) {
     tf_log(LOG_ERR, "event loop: %s", uv_strerror(rc));
+    tf_metrics_http_stop(d->metrics);
     d->free(d->svc);
     return 1;
   }
@@ -186,6 +200,7 @@ int tf_daemon_run(tf_daemon *d) {
   tf_log(LOG_NOTICE, "ready (pid %ld)%s", (long)getpid(),
          n > 0 ? "; sent READY=1 to $NOTIFY_SOCKET" : "");
   uv_run(&d->loop, UV_RUN_DEFAULT);
+  tf_metrics_http_stop(d->metrics);
   /* Free the service while the signal watchers still catch a second
    * SIGTERM; closing them restores the default action, so ignore the
    * signals right after. */

@@ -27,6 +27,7 @@ typedef struct tf_daemon_args {
   const char *job;  /* tfworker only */
   int task;         /* tfworker only; -1 unset */
   int log_level;    /* -1: the spec's */
+  const char *metrics_address; /* --metrics-address HOST:PORT|off; NULL: the spec's */
 } tf_daemon_args;
 
 /* Parses a non-negative decimal int; false for anything else. */
@@ -47,7 +48,15 @@ typedef struct tf_daemon {
   void (*free)(void *svc);
   int64_t drain_ms;
   char status[256];       /* STATUS= text once serving */
+  /* Prometheus metrics (cmd/common/metrics_http.h): served for task
+   * (job, task) of spec at metrics_address (NULL: the spec's metrics
+   * section) from start to stop; spec NULL: none. */
+  const tf_cluster_spec *spec;
+  const char *job;
+  int task;
+  const char *metrics_address;
   /* private */
+  struct tf_metrics_http *metrics;
   uv_loop_t loop;
   uv_signal_t sig_term, sig_int;
   uv_timer_t tick_timer, watchdog_timer;
@@ -58,8 +67,9 @@ typedef struct tf_daemon {
 } tf_daemon;
 
 /* Runs d's loop until SIGTERM/SIGINT, drains (d->drain, on a thread:
- * it must return within about drain_ms), frees d->svc. Returns the
- * process exit code (0; 1 if the loop could not be set up). */
+ * it must return within about drain_ms), frees d->svc. Serves metrics
+ * while the loop runs. Returns the process exit code (0; 1 if the loop
+ * could not be set up or the metrics address cannot be served). */
 int tf_daemon_run(tf_daemon *d);
 
 /* Keeps freed memory for reuse instead of returning it to the kernel, as

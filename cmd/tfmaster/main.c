@@ -13,7 +13,8 @@
 #include "lib/runtime/master.h"
 
 static const char *usage =
-    "tfmaster --config FILE [--log-level err|warning|notice|info|debug]";
+    "tfmaster --config FILE [--log-level err|warning|notice|info|debug]"
+    " [--metrics-address HOST:PORT|off]";
 
 static void tick(void *svc) { tf_master_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_master_drain(svc, ms); }
@@ -47,7 +48,8 @@ int main(int argc, char **argv) {
   char *url = tf_cluster_task_url(spec, "master", 0);
   tf_daemon d = {.prog = "tfmaster", .svc = m, .tick = tick,
                  .tick_ms = spec->heartbeat_ms > 0 ? spec->heartbeat_ms : 500,
-                 .drain = drain, .free = release, .drain_ms = spec->drain_ms};
+                 .drain = drain, .free = release, .drain_ms = spec->drain_ms,
+                 .spec = spec, .job = "master", .task = 0, .metrics_address = a.metrics_address};
   snprintf(d.status, sizeof d.status, "serving the master on %s", url ? url : "?");
   free(url);
   rc = tf_daemon_run(&d);

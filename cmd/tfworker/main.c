@@ -14,7 +14,8 @@
 #include "lib/runtime/worker.h"
 
 static const char *usage =
-    "tfworker --config FILE --job NAME --task N [--log-level err|warning|notice|info|debug]";
+    "tfworker --config FILE --job NAME --task N [--log-level err|warning|notice|info|debug]"
+    " [--metrics-address HOST:PORT|off]";
 
 static void tick(void *svc) { tf_worker_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_worker_drain(svc, ms); }
@@ -53,7 +54,8 @@ int main(int argc, char **argv) {
   }
   char *url = tf_cluster_task_url(spec, a.job, a.task);
   tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
-                 .drain = drain, .free = release, .drain_ms = spec->drain_ms};
+                 .drain = drain, .free = release, .drain_ms = spec->drain_ms,
+                 .spec = spec, .job = a.job, .task = a.task, .metrics_address = a.metrics_address};
   snprintf(d.status, sizeof d.status, "serving %s on %s (incarnation %016llx)",
            tf_worker_device_name(w), url ? url : "?",
            (unsigned long long)tf_worker_incarnation(w));
