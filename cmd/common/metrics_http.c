@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lib/core/base/util.h"
+#include "tf/allocator.h"
 #include "lib/runtime/log.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -25,6 +26,7 @@ struct tf_metrics_http {
   struct MHD_Daemon *d;
   tf_metrics *reg;
   int port;
+  tf_metrics_collector *memory; /* the allocators' gauges (daemons only) */
 };
 
 /* A fixed body with a status code (404, 405, 500). */
@@ -139,6 +141,7 @@ void tf_metrics_http_stop(tf_metrics_http *h) {
     return;
   }
   MHD_stop_daemon(h->d);
+  tf_metrics_remove_collector(h->reg, h->memory);
   free(h);
 }
 
@@ -186,6 +189,21 @@ static double process_start_time(void) {
   return btime > 0 && hz > 0 ? (double)btime + (double)start / (double)hz : 0;
 }
 
+/* The process's allocators (the CPU one): bytes in use and the peak. */
+static void collect_memory(void *arg) {
+  (void)arg;
+  tf_metric_family *use = tf_metrics_gauge("tf_allocator_bytes_in_use",
+                                           "Bytes allocated and not yet freed, by allocator",
+                                           "allocator", 0);
+  tf_metric_family *peak = tf_metrics_gauge(
+      "tf_allocator_peak_bytes", "Largest bytes in use since the process started, by allocator",
+      "allocator", 0);
+  const tf_allocator *a = tf_cpu_allocator();
+  tf_allocator_stats s = tf_allocator_get_stats(a);
+  tf_metric_set(tf_metrics_series1(use, a->name), (double)s.bytes_in_use);
+  tf_metric_set(tf_metrics_series1(peak, a->name), (double)s.peak_bytes);
+}
+
 tf_code tf_metrics_http_start_daemon(const tf_cluster_spec *spec, const char *job, int task,
                                      const char *flag, tf_metrics_http **out, tf_status *st) {
   *out = NULL;
@@ -200,6 +218,7 @@ tf_code tf_metrics_http_start_daemon(const tf_cluster_spec *spec, const char *jo
   tf_metric_set(tf_metrics_series(f, NULL), process_start_time());
   tf_code c = tf_metrics_http_start(addr, tf_metrics_global(), out, st);
   if (c == TF_OK) {
+    (*out)->memory = tf_metrics_add_collector(tf_metrics_global(), collect_memory, NULL);
     tf_log(LOG_NOTICE, "metrics: serving /metrics on %s (port %d)", addr,
            tf_metrics_http_port(*out));
   }

@@ -309,11 +309,13 @@ void tf_metric_add(tf_metric *m, double v) {
     return;
   }
   atomic_add_dbl(&m->dbits, v);
+  atomic_store_explicit(&m->touched, true, memory_order_relaxed);
 }
 
 void tf_metric_add_u64(tf_metric *m, uint64_t n) {
   if (m != NULL) {
     atomic_fetch_add_explicit(&m->ival, n, memory_order_relaxed);
+    atomic_store_explicit(&m->touched, true, memory_order_relaxed);
   }
 }
 
@@ -321,6 +323,7 @@ void tf_metric_set(tf_metric *m, double v) {
   if (m != NULL) {
     atomic_store_explicit(&m->ival, 0, memory_order_relaxed);
     atomic_store_explicit(&m->dbits, dbl_bits(v), memory_order_relaxed);
+    atomic_store_explicit(&m->touched, true, memory_order_relaxed);
   }
 }
 

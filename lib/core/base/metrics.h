@@ -15,7 +15,9 @@
  * under the registry's collector lock) that set gauges computed on
  * demand; the series of a family made with TF_METRICS_RESET are zeroed
  * before the collectors run, so several collectors (several tasks in one
- * process) add up instead of overwriting each other.
+ * process) add up instead of overwriting each other, and only the series
+ * some collector set in this render are written (a job or task that is
+ * gone drops out).
  *
  * tf_metrics_render writes the text exposition format 0.0.4: HELP and TYPE
  * once per family, then its series in creation order; histogram buckets
@@ -43,7 +45,8 @@ typedef enum tf_metric_type {
 
 /* Family flags. */
 enum {
-  TF_METRICS_RESET = 1 << 0, /* zero every series before the collectors run */
+  TF_METRICS_RESET = 1 << 0, /* zero every series before the collectors run;
+                              * write only those they set */
 };
 
 typedef struct tf_metrics tf_metrics;

@@ -17,6 +17,7 @@ struct tf_metric {
   _Atomic uint64_t dbits;              /* a double's bits: a counter's rest, a gauge */
   _Atomic uint64_t *buckets;           /* histograms: n_buckets + 1 (the last: +Inf) */
   _Atomic uint64_t sum_bits;           /* histograms: the sum's bits */
+  atomic_bool touched;                 /* TF_METRICS_RESET families: set since the reset */
 };
 
 struct tf_metric_family {

@@ -147,15 +147,27 @@ static const char *type_name(tf_metric_type t) {
   return t == TF_METRIC_COUNTER ? "counter" : t == TF_METRIC_GAUGE ? "gauge" : "histogram";
 }
 
+/* Whether m is written: in a TF_METRICS_RESET family, only the series a
+ * collector set in this render are (a task that went away drops out). */
+static bool shown(const tf_metric_family *f, const tf_metric *m) {
+  return (f->flags & TF_METRICS_RESET) == 0 ||
+         atomic_load_explicit(&m->touched, memory_order_relaxed);
+}
+
 static void render_family(buf *b, tf_metric_family *f) {
   pthread_mutex_lock(&f->mu);
-  if (f->n_series > 0) {
-    buf_printf(b, "# HELP %s ", f->name);
-    buf_escaped(b, f->help, false);
-    buf_printf(b, "\n# TYPE %s %s\n", f->name, type_name(f->type));
-    for (int i = 0; i < f->n_series; i++) {
-      render_series(b, f, f->series[i]);
+  bool head = false;
+  for (int i = 0; i < f->n_series; i++) {
+    if (!shown(f, f->series[i])) {
+      continue;
     }
+    if (!head) {
+      buf_printf(b, "# HELP %s ", f->name);
+      buf_escaped(b, f->help, false);
+      buf_printf(b, "\n# TYPE %s %s\n", f->name, type_name(f->type));
+      head = true;
+    }
+    render_series(b, f, f->series[i]);
   }
   pthread_mutex_unlock(&f->mu);
 }
@@ -179,6 +191,7 @@ static void run_collectors(tf_metrics *r) {
     pthread_mutex_lock(&f->mu);
     for (int i = 0; i < f->n_series; i++) {
       tf_metric_set(f->series[i], 0);
+      atomic_store_explicit(&f->series[i]->touched, false, memory_order_relaxed);
     }
     pthread_mutex_unlock(&f->mu);
   }

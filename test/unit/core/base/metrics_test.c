@@ -250,8 +250,15 @@ START_TEST(test_collectors_add_up) {
   char *out = render(r);
   ck_assert_double_eq(value_of(out, "tf_buffered_bytes"), 23);
   free(out);
+  /* A series no collector sets drops out, with its HELP and TYPE. */
+  tf_metric_family *jobs = tf_metrics_family(r, "tf_jobs", "j", TF_METRIC_GAUGE, "state", NULL,
+                                             0, TF_METRICS_RESET);
+  tf_metric_set(tf_metrics_series1(jobs, "running"), 1);
+  out = render(r);
+  ck_assert_ptr_null(strstr(out, "tf_jobs"));
+  free(out);
   ck_assert_int_eq(a.calls, 3);
-  ck_assert_int_eq(b.calls, 4);
+  ck_assert_int_eq(b.calls, 5);
   tf_metrics_remove_collector(r, cb);
   tf_metrics_remove_collector(r, NULL);
   tf_metrics_free(r);
