@@ -9,6 +9,7 @@ PKGS=(
   libuv1-dev libnng-dev libmsgpack-dev libyaml-dev check
   libopenblas-dev libdnnl-dev zlib1g-dev libsystemd-dev
   python3-numpy python3-yaml cppcheck
+  libmicrohttpd-dev prometheus curl
   dataset-fashion-mnist
 )
 # Optional extras: installed with INSTALL_EXTRAS=1 (the PyTorch reference of

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/common/metrics_http.h"
 #include "cmd/common/notify.h"
 #include "cmd/common/pidfile.h"
 #include "lib/runtime/cluster_spec_reload.h"
@@ -67,6 +68,7 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
       {"log-level", required_argument, NULL, 'l'},
       {"pid-file", required_argument, NULL, 'p'},
       {"instance", required_argument, NULL, 'i'},
+      {"metrics-address", required_argument, NULL, 'm'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *prog = with_task ? "tfworker" : "tfmaster";
@@ -100,6 +102,8 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
         bad = buf;
       }
       a->job = a->instance_job;
+    } else if (c == 'm') {
+      a->metrics_address = optarg;
     } else if (c == 'h') {
       printf("usage: %s\n", usage);
       exit(0);
@@ -244,13 +248,24 @@ static int claim_pid_file(const char *path) {
 }
 
 int tf_daemon_run(tf_daemon *d) {
+  tf_status mst;
+  tf_status_init(&mst);
+  if (d->spec != NULL && tf_metrics_http_start_daemon(d->spec, d->job, d->task,
+                                                      d->metrics_address, &d->metrics,
+                                                      &mst) != TF_OK) {
+    tf_log(LOG_ERR, "cannot start: %s", mst.msg);
+    d->free(d->svc);
+    return 1;
+  }
   int rc = uv_loop_init(&d->loop);
   if (rc != 0) {
     tf_log(LOG_ERR, "event loop: %s", uv_strerror(rc));
+    tf_metrics_http_stop(d->metrics);
     d->free(d->svc);
     return 1;
   }
   if (d->pid_file != NULL && claim_pid_file(d->pid_file) != 0) {
+    tf_metrics_http_stop(d->metrics);
     d->free(d->svc);
     uv_loop_close(&d->loop);
     return 1;
@@ -284,6 +299,7 @@ int tf_daemon_run(tf_daemon *d) {
   tf_log(LOG_NOTICE, "ready (pid %ld)%s", (long)getpid(),
          n > 0 ? "; sent READY=1 to $NOTIFY_SOCKET" : "");
   uv_run(&d->loop, UV_RUN_DEFAULT);
+  tf_metrics_http_stop(d->metrics);
   /* Free the service while the signal watchers still catch a second
    * SIGTERM; closing them restores the default action, so ignore the
    * signals right after. */

@@ -31,6 +31,7 @@ typedef struct tf_daemon_args {
   int log_level;    /* -1: the spec's */
   const char *pid_file; /* NULL: none */
   char instance_job[64]; /* --instance JOB-N: the job (job points here) */
+  const char *metrics_address; /* --metrics-address HOST:PORT|off; NULL: the spec's */
 } tf_daemon_args;
 
 /* Parses a non-negative decimal int; false for anything else. */
@@ -66,7 +67,14 @@ typedef struct tf_daemon {
   bool keep_log_level;
   bool tick_is_heartbeat;
   const char *pid_file;   /* written before READY=1, removed at exit */
+  /* Prometheus metrics (cmd/common/metrics_http.h): served for task
+   * (job, task) of spec at metrics_address (NULL: the spec's metrics
+   * section) from start to stop; spec NULL: none. */
+  const char *job;
+  int task;
+  const char *metrics_address;
   /* private */
+  struct tf_metrics_http *metrics;
   uv_loop_t loop;
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick_timer, watchdog_timer;
@@ -78,8 +86,9 @@ typedef struct tf_daemon {
 
 /* Runs d's loop until SIGTERM/SIGINT, drains (d->drain, on a thread:
  * it must return within about d->spec->drain_ms, read at the signal),
- * frees d->svc. Returns the process exit code (0; 1 if the loop could not
- * be set up or the pid file names another live tf daemon). */
+ * frees d->svc. Serves metrics while the loop runs. Returns the process
+ * exit code (0; 1 if the loop could not be set up, the pid file names
+ * another live tf daemon or the metrics address cannot be served). */
 int tf_daemon_run(tf_daemon *d);
 
 /* Keeps freed memory for reuse instead of returning it to the kernel, as

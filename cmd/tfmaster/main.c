@@ -14,7 +14,8 @@
 #include "lib/runtime/master.h"
 
 static const char *usage =
-    "tfmaster --config FILE [--pid-file FILE] [--log-level err|warning|notice|info|debug]";
+    "tfmaster --config FILE [--pid-file FILE] [--log-level err|warning|notice|info|debug]\n"
+    "                [--metrics-address HOST:PORT|off]";
 
 static void tick(void *svc) { tf_master_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_master_drain(svc, ms); }
@@ -51,7 +52,8 @@ int main(int argc, char **argv) {
                  .tick_ms = spec->heartbeat_ms > 0 ? spec->heartbeat_ms : 500,
                  .drain = drain, .free = release, .drain_ms = spec->drain_ms,
                  .config_path = a.config, .spec = spec, .keep_log_level = a.log_level >= 0,
-                 .tick_is_heartbeat = true, .pid_file = a.pid_file};
+                 .tick_is_heartbeat = true, .pid_file = a.pid_file, .job = "master", .task = 0,
+                 .metrics_address = a.metrics_address};
   snprintf(d.status, sizeof d.status, "serving the master on %s", url ? url : "?");
   free(url);
   rc = tf_daemon_run(&d);

@@ -17,7 +17,7 @@
 
 static const char *usage =
     "tfworker --config FILE (--job NAME --task N | --instance NAME-N) [--pid-file FILE]\n"
-    "                [--log-level err|warning|notice|info|debug]";
+    "                [--log-level err|warning|notice|info|debug] [--metrics-address HOST:PORT|off]";
 
 static void tick(void *svc) { tf_worker_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_worker_drain(svc, ms); }
@@ -59,7 +59,8 @@ int main(int argc, char **argv) {
   tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
                  .drain = drain, .free = release, .drain_ms = spec->drain_ms,
                  .config_path = a.config, .spec = spec, .keep_log_level = a.log_level >= 0,
-                 .pid_file = a.pid_file};
+                 .pid_file = a.pid_file, .job = a.job, .task = a.task,
+                 .metrics_address = a.metrics_address};
   snprintf(d.status, sizeof d.status, "serving %s on %s (incarnation %016llx)",
            tf_worker_device_name(w), url ? url : "?",
            (unsigned long long)tf_worker_incarnation(w));

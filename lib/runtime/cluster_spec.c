@@ -374,6 +374,36 @@ static tf_code parse_threads(ctx *c, const yaml_node_t *v) {
   return TF_OK;
 }
 
+/* metrics: {port_offset: N, host: H}. Only tcp and tls+tcp tasks have a
+ * port to offset; with ipc or inproc, the daemons' --metrics-address is
+ * the only way to serve metrics. */
+static tf_code parse_metrics(ctx *c, const yaml_node_t *v) {
+  static const char *const names[] = {"port_offset", "host"};
+  yaml_node_t *f[2];
+  int64_t x;
+  TF_TRY(fields(c, v, "metrics", "'metrics'", names, 2, f));
+  if (f[0] != NULL) {
+    TF_TRY(int_of(c, f[0], "metrics.port_offset", 0, 65534,
+                  " (0: no metrics; each task serves them at its port + this)", &x));
+    const char *t = c->s->transport;
+    if (x > 0 && strcmp(t, "tcp") != 0 && strcmp(t, "tls+tcp") != 0) {
+      return err(c, f[0], "metrics.port_offset", "transport %s has no ports to offset; "
+                 "serve metrics with tfmaster/tfworker --metrics-address HOST:PORT", t);
+    }
+    c->s->metrics_port_offset = (int)x;
+  }
+  if (f[1] != NULL) {
+    const char *h = "";
+    TF_TRY(text_of(c, f[1], "metrics.host", "a host name or address", &h));
+    if (*h == '\0' || strlen(h) > 253 || strpbrk(h, " \t/") != NULL) {
+      return err(c, f[1], "metrics.host", "expected a host name or address, got '%.80s'", h);
+    }
+    free(c->s->metrics_host);
+    c->s->metrics_host = tf__xstrdup(h);
+  }
+  return TF_OK;
+}
+
 /* A string-valued key: cluster, transport, checkpoint_dir, run_dir,
  * log_level. */
 static tf_code parse_string(ctx *c, int k, const yaml_node_t *v) {
@@ -449,14 +479,15 @@ static void set_defaults(tf_cluster_spec *s) {
 static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   static const char *const names[] = {
       "cluster",  "transport", "checkpoint_dir", "run_dir", "log_level",
-      "jobs",     "timeouts",  "threads",        "max_message_mb", "limits"};
+      "jobs",     "timeouts",  "threads",        "max_message_mb", "limits",
+      "metrics"};
   char b[80];
   if (root->type != YAML_MAPPING_NODE) {
     return err(c, root, NULL, "expected a mapping with 'jobs' at the top "
                "level, got %s", tf__spec_shown(root, b));
   }
-  yaml_node_t *f[10];
-  TF_TRY(fields(c, root, NULL, "the top level", names, 10, f));
+  yaml_node_t *f[11];
+  TF_TRY(fields(c, root, NULL, "the top level", names, 11, f));
   for (int k = 0; k < 5; k++) { /* transport first: jobs need it */
     if (f[k] != NULL) {
       TF_TRY(parse_string(c, k, f[k]));
@@ -477,6 +508,9 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   }
   if (f[9] != NULL) {
     TF_TRY(parse_limits(c, f[9]));
+  }
+  if (f[10] != NULL) {
+    TF_TRY(parse_metrics(c, f[10]));
   }
   if (c->s->run_dir == NULL) {
     c->s->run_dir = tf__xasprintf("run/%s", c->s->name);
@@ -566,7 +600,33 @@ void tf_cluster_spec_free(tf_cluster_spec *s) {
   free(s->transport);
   free(s->checkpoint_dir);
   free(s->run_dir);
+  free(s->metrics_host);
   free(s);
+}
+
+tf_code tf_cluster_metrics_address(const tf_cluster_spec *s, const char *job, int task,
+                                   char **out, tf_status *st) {
+  *out = NULL;
+  if (s->metrics_port_offset == 0) {
+    return TF_OK;
+  }
+  TF_TRY(tf_cluster_spec_check_task(s, job, task, st));
+  const char *addr = tf_cluster_spec_job(s, job)->addrs[task];
+  const char *colon = strrchr(addr, ':');
+  long port = colon != NULL ? strtol(colon + 1, NULL, 10) : 0;
+  long mport = port + s->metrics_port_offset;
+  if (colon == NULL || port <= 0 || mport > 65535) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: metrics.port_offset %d: /job:%s/task:%d "
+                         "at '%s' would serve metrics on port %ld, outside 1..65535",
+                         s->path, s->metrics_port_offset, job, task, addr, mport);
+  }
+  if (s->metrics_host != NULL) {
+    bool v6 = strchr(s->metrics_host, ':') != NULL && s->metrics_host[0] != '[';
+    *out = tf__xasprintf(v6 ? "[%s]:%ld" : "%s:%ld", s->metrics_host, mport);
+  } else {
+    *out = tf__xasprintf("%.*s:%ld", (int)(colon - addr), addr, mport);
+  }
+  return TF_OK;
 }
 
 /* ---- queries ------------------------------------------------------------- */

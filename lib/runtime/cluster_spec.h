@@ -28,6 +28,10 @@
  *   checkpoint_dir: /var/lib/tf/checkpoints  # resumable jobs (jobs/)
  *   run_dir: run/local             # tfctl cluster up: pid files and logs
  *   log_level: info                # err | warning | notice | info | debug
+ *   metrics:                       # Prometheus /metrics (docs/operations.md)
+ *     port_offset: 1000            # each task serves at its port + this (0: off;
+ *                                  # tcp and tls+tcp only)
+ *     host: 0.0.0.0                # default: the task's own host
  *
  * Addresses are host:port for tcp and tls+tcp, a socket path for ipc, a
  * name for inproc. No two tasks may have one endpoint: host names are
@@ -80,6 +84,8 @@ typedef struct tf_cluster_spec {
   char *run_dir;             /* default "run/<name>" */
   int log_level;             /* syslog priority, default LOG_INFO */
   bool log_level_set;        /* log_level was written in the file */
+  int metrics_port_offset;   /* 0: no metrics from the spec */
+  char *metrics_host;        /* NULL: each task's own host */
 } tf_cluster_spec;
 
 tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
@@ -94,6 +100,14 @@ const tf_cluster_job *tf_cluster_spec_job(const tf_cluster_spec *s,
                                           const char *name);
 /* The task's URL ("tcp://127.0.0.1:7072"), malloc'd; NULL if no such task. */
 char *tf_cluster_task_url(const tf_cluster_spec *s, const char *job, int task);
+/* Where task (job, task) serves its Prometheus metrics by the spec's
+ * metrics section: *out gets "host:port" (malloc'd; the task's host or
+ * metrics.host, the task's port + metrics.port_offset), or NULL when the
+ * spec has no metrics (port_offset 0 or absent). INVALID_ARGUMENT when the
+ * port would pass 65535, NOT_FOUND for an unknown task. */
+tf_code tf_cluster_metrics_address(const tf_cluster_spec *s, const char *job, int task,
+                                   char **out, tf_status *st);
+
 /* NOT_FOUND "no task /job:worker/task:5 in conf/x.yaml (job 'worker' has 2
  * tasks: 0..1)" or "no job 'x' in ... (jobs: master, ps, worker)". */
 tf_code tf_cluster_spec_check_task(const tf_cluster_spec *s, const char *job,
