@@ -10,6 +10,7 @@ PKGS=(
   libopenblas-dev libdnnl-dev zlib1g-dev libsystemd-dev
   python3-numpy python3-yaml cppcheck
   dataset-fashion-mnist
+  slurmctld slurmd slurm-client munge
 )
 # Optional extras: installed with INSTALL_EXTRAS=1 (the PyTorch reference of
 # make bench-train and the accuracy comparison; large, so not for make check).

@@ -84,11 +84,13 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
   if (bad == NULL && a->config == NULL) {
     bad = "missing --config FILE";
   }
-  if (bad == NULL && with_task && a->job == NULL) {
-    bad = "missing --job NAME";
+  /* Neither --job nor --task: the role comes from the environment
+   * (cmd/common/role.h). */
+  if (bad == NULL && with_task && a->job == NULL && a->task >= 0) {
+    bad = "missing --job NAME (or give neither --job nor --task)";
   }
-  if (bad == NULL && with_task && a->task < 0) {
-    bad = "missing --task N";
+  if (bad == NULL && with_task && a->job != NULL && a->task < 0) {
+    bad = "missing --task N (or give neither --job nor --task)";
   }
   if (bad != NULL) {
     fprintf(stderr, "%s: %s\nusage: %s\n", prog, bad, usage);

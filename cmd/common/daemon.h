@@ -32,7 +32,8 @@ typedef struct tf_daemon_args {
 /* Parses a non-negative decimal int; false for anything else. */
 bool tf_daemon_parse_int(const char *s, int *out);
 
-/* Parses argv into a; with_task accepts (and requires) --job and --task.
+/* Parses argv into a; with_task accepts --job and --task, both or neither
+ * (then a->job is NULL: tf_daemon_take_role, role.h, derives them).
  * Returns 0, or TF_EXIT_USAGE after printing one line and the usage. */
 int tf_daemon_parse_args(int argc, char **argv, bool with_task,
                          const char *usage, tf_daemon_args *a);

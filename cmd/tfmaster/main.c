@@ -4,12 +4,15 @@
  * spec's one "master" task, runs health checks every
  * timeouts.heartbeat_ms, tells the service manager READY=1 once serving,
  * and on SIGTERM/SIGINT drains running steps (up to timeouts.drain_ms) and
- * exits 0. Exit 1: bad config or address not bindable; 2: usage. */
+ * exits 0. With a spec of task counts or TF_CONFIG set, the addresses
+ * come from the environment (cmd/common/role.h). Exit 1: bad config or
+ * address not bindable; 2: usage. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cmd/common/daemon.h"
+#include "cmd/common/role.h"
 #include "lib/runtime/master.h"
 
 static const char *usage =
@@ -36,6 +39,10 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
+  if (tf_daemon_take_role(spec, true, argv, &a) != 0) {
+    tf_cluster_spec_free(spec);
+    return TF_EXIT_CONFIG;
+  }
   tf_status st;
   tf_status_init(&st);
   tf_master *m = NULL;

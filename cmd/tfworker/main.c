@@ -1,5 +1,7 @@
 /* tfworker: one task of a job (worker or ps) of a cluster spec.
- *   tfworker --config FILE --job NAME --task N [--log-level L]
+ *   tfworker --config FILE [--job NAME --task N] [--log-level L]
+ * Without --job/--task the task comes from Slurm or TF_CONFIG
+ * (cmd/common/role.h); the master's rank execs tfmaster.
  * Serves the worker service (lib/runtime/worker.h) on the task's address
  * from the spec, tells the service manager READY=1 once serving, and on
  * SIGTERM/SIGINT drains running steps (up to timeouts.drain_ms) and exits
@@ -11,10 +13,11 @@
 #include <string.h>
 
 #include "cmd/common/daemon.h"
+#include "cmd/common/role.h"
 #include "lib/runtime/worker.h"
 
 static const char *usage =
-    "tfworker --config FILE --job NAME --task N [--log-level err|warning|notice|info|debug]";
+    "tfworker --config FILE [--job NAME --task N] [--log-level err|warning|notice|info|debug]";
 
 static void tick(void *svc) { tf_worker_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_worker_drain(svc, ms); }
@@ -28,8 +31,8 @@ int main(int argc, char **argv) {
     return rc;
   }
   char name[160];
-  snprintf(name, sizeof name, "tfworker /job:%s/task:%d", a.job, a.task);
-  tf_log_set_name(name);
+  snprintf(name, sizeof name, "tfworker /job:%s/task:%d", a.job ? a.job : "?", a.task);
+  tf_log_set_name(a.job ? name : "tfworker");
   if (a.log_level >= 0) {
     tf_log_set_level(a.log_level);
   }
@@ -39,6 +42,10 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
+  if (tf_daemon_take_role(spec, false, argv, &a) != 0) {
+    tf_cluster_spec_free(spec);
+    return TF_EXIT_CONFIG;
+  }
   tf_status st;
   tf_status_init(&st);
   tf_worker *w = NULL;
