@@ -25,6 +25,9 @@
 #include "cmd/common/pidfile.h"
 #include "lib/runtime/cluster_spec_reload.h"
 #include "lib/runtime/log.h"
+#include "lib/runtime/task_role.h"
+
+extern char **environ;
 
 bool tf_daemon_parse_instance(const char *s, char *job, size_t job_len, int *task,
                               char *why, size_t why_len) {
@@ -119,11 +122,13 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
   if (bad == NULL && a->config == NULL) {
     bad = "missing --config FILE";
   }
-  if (bad == NULL && with_task && a->job == NULL) {
-    bad = "missing --job NAME";
+  /* Neither --job nor --task: the role comes from the environment
+   * (cmd/common/role.h). */
+  if (bad == NULL && with_task && a->job == NULL && a->task >= 0) {
+    bad = "missing --job NAME (or give neither --job nor --task)";
   }
-  if (bad == NULL && with_task && a->task < 0) {
-    bad = "missing --task N";
+  if (bad == NULL && with_task && a->job != NULL && a->task < 0) {
+    bad = "missing --task N (or give neither --job nor --task)";
   }
   if (bad != NULL) {
     fprintf(stderr, "%s: %s\nusage: %s\n", prog, bad, usage);
@@ -188,7 +193,10 @@ static void on_hup(uv_signal_t *h, int signum) {
   tf_status st;
   tf_status_init(&st);
   tf_cluster_spec *fresh = NULL;
-  if (tf_cluster_spec_load(d->config_path, &fresh, &st) != TF_OK) {
+  tf_task_role role;
+  if (tf_cluster_spec_load(d->config_path, &fresh, &st) != TF_OK ||
+      (d->role_from_env && tf_task_role_from_env(fresh, environ, &role, &st) != TF_OK)) {
+    tf_cluster_spec_free(fresh);
     tf_log(LOG_ERR, "received SIGHUP: cannot reload: %s; the running configuration is kept",
            st.msg);
     tf_notify("READY=1");

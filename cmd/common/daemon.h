@@ -31,6 +31,7 @@ typedef struct tf_daemon_args {
   int log_level;    /* -1: the spec's */
   const char *pid_file; /* NULL: none */
   char instance_job[64]; /* --instance JOB-N: the job (job points here) */
+  bool role_from_env;    /* tf_daemon_take_role derived the task (role.h) */
   const char *metrics_address; /* --metrics-address HOST:PORT|off; NULL: the spec's */
 } tf_daemon_args;
 
@@ -43,8 +44,9 @@ bool tf_daemon_parse_int(const char *s, int *out);
 bool tf_daemon_parse_instance(const char *s, char *job, size_t job_len, int *task,
                               char *why, size_t why_len);
 
-/* Parses argv into a; with_task accepts (and requires) --job and --task,
- * or --instance JOB-N instead of both. --pid-file FILE: both daemons.
+/* Parses argv into a; with_task accepts --job and --task, both or neither
+ * (then a->job is NULL: tf_daemon_take_role, role.h, derives them), or
+ * --instance JOB-N instead of both. --pid-file FILE: both daemons.
  * Returns 0, or TF_EXIT_USAGE after printing one line and the usage. */
 int tf_daemon_parse_args(int argc, char **argv, bool with_task,
                          const char *usage, tf_daemon_args *a);
@@ -66,6 +68,7 @@ typedef struct tf_daemon {
   tf_cluster_spec *spec;
   bool keep_log_level;
   bool tick_is_heartbeat;
+  bool role_from_env;     /* re-derive the re-read spec's addresses too */
   const char *pid_file;   /* written before READY=1, removed at exit */
   /* Prometheus metrics (cmd/common/metrics_http.h): served for task
    * (job, task) of spec at metrics_address (NULL: the spec's metrics

@@ -6,6 +6,12 @@
  *     master: [127.0.0.1:7070]     # exactly one master task
  *     ps: [127.0.0.1:7071]
  *     worker: [127.0.0.1:7072, 127.0.0.1:7073]
+ *   # or every job as a task count, the addresses coming from Slurm or
+ *   # TF_CONFIG when a daemon starts (task_role.h, conf/slurm/):
+ *   #   jobs: {master: 1, ps: 1, worker: 2}
+ *   slurm:                         # under Slurm (task_role.h)
+ *     base_port: 7070              # a task listens on base_port + its
+ *                                  # local id on its node
  *   timeouts:                      # milliseconds
  *     rpc_ms: 10000                # one control RPC
  *     registration_ms: 10000       # CreateSession waiting for absent tasks
@@ -55,7 +61,7 @@
 typedef struct tf_cluster_job {
   char *name;
   int n_tasks;
-  char **addrs; /* n_tasks addresses as written */
+  char **addrs; /* n_tasks addresses as written; NULL if given as a count */
 } tf_cluster_job;
 
 typedef struct tf_cluster_spec {
@@ -86,6 +92,8 @@ typedef struct tf_cluster_spec {
   bool log_level_set;        /* log_level was written in the file */
   int metrics_port_offset;   /* 0: no metrics from the spec */
   char *metrics_host;        /* NULL: each task's own host */
+  int slurm_base_port;       /* slurm.base_port; 0 unset */
+  bool counts;               /* jobs are task counts, no addresses yet */
 } tf_cluster_spec;
 
 tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
@@ -94,6 +102,21 @@ tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
 tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
                               tf_cluster_spec **out, tf_status *st);
 void tf_cluster_spec_free(tf_cluster_spec *s);
+
+/* Replaces s's jobs with jobs (n_jobs of them, each with addresses), as
+ * Slurm or TF_CONFIG gave them (source names it in errors: "TF_CONFIG").
+ * Checks them as the file's are: exactly one master task, addresses
+ * well-formed for s's transport, no two tasks at one endpoint
+ * (INVALID_ARGUMENT). s owns jobs and their strings afterwards, also if
+ * this fails (they are freed then, s unchanged). */
+tf_code tf_cluster_spec_set_jobs(tf_cluster_spec *s, tf_cluster_job *jobs,
+                                 int n_jobs, const char *source,
+                                 tf_status *st);
+/* FAILED_PRECONDITION if s's jobs are task counts without addresses yet
+ * (what a program that cannot derive them says: tfctl, cluster up, a
+ * daemon given --job/--task), else OK. */
+tf_code tf_cluster_spec_check_addressed(const tf_cluster_spec *s,
+                                        tf_status *st);
 
 /* The job named name, or NULL. */
 const tf_cluster_job *tf_cluster_spec_job(const tf_cluster_spec *s,
