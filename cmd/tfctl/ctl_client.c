@@ -117,6 +117,12 @@ static tf_code get_status_to(const char *url, const char *to, int64_t timeout_ms
       out->devices[i] = strdup(b.devices[i].name);
     }
     if (b.has & TF_MSG_STATUS_RUNNING_STEPS) out->running_steps = (int)b.running_steps;
+    out->has = b.has;
+    out->steps_run = b.steps_run;
+    out->bytes_sent = b.bytes_sent;
+    out->bytes_received = b.bytes_received;
+    out->mem_in_use = b.mem_in_use;
+    out->mem_peak = b.mem_peak;
   }
   tf_msg_get_status_reply_fini(&b);
   out->up = code == TF_OK;

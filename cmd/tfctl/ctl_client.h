@@ -25,13 +25,19 @@ typedef struct tf_ctl_task {
   char *error;         /* why it is down ("" when up) */
   int running_steps;   /* GetStatus: steps running there; -1 unknown */
   char *jobs;          /* ClusterStatus: the jobs using it, "id@step ..."; may be NULL */
+  /* GetStatus: the counters the task sent (has: TF_MSG_STATUS_* bits,
+   * lib/transport/messages.h); the others are 0. */
+  unsigned has;
+  uint64_t steps_run, bytes_sent, bytes_received;
+  int64_t mem_in_use, mem_peak;
 } tf_ctl_task;
 
 void tf_ctl_task_fini(tf_ctl_task *t);
 void tf_ctl_tasks_free(tf_ctl_task *ts, int n);
 
 /* GetStatus to the task at url, waiting up to timeout_ms. On OK fills
- * out's job, task, incarnation and devices (url copied, up true). Errors:
+ * out's job, task, incarnation, devices and counters (url copied, up
+ * true). Errors:
  * the call's status (DEADLINE_EXCEEDED / UNAVAILABLE naming the URL, or
  * the error the task replied with) or INVALID_ARGUMENT for a malformed
  * reply. */

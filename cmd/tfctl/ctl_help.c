@@ -10,6 +10,8 @@ static const char *const global_text =
     "usage: tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...\n"
     "  health                          every task: job task address up|down incarnation devices\n"
     "  devices                         the cluster's devices\n"
+    "  top [--interval MS] [-n N] [--once]\n"
+    "                                  live view: each task's steps/s, bytes/s, memory\n"
     "  run GRAPH --fetch NAME:0 ... [--feed NAME=FILE.npy ...] [--target NAME ...] [--out DIR]\n"
     "  graph GRAPH [--format yaml|dot] [--placed]\n"
     "  cluster up (-c CONFIG | CONFIG) [--only TASK] [--run-dir DIR] [--timeout-ms N]\n"
@@ -50,6 +52,20 @@ static const ctl_help_entry entries[] = {
     {"devices",
      "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] devices\n"
      "Prints the cluster's devices: name, type, incarnation and task address.\n"},
+    {"top",
+     "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] top [--interval MS]\n"
+     "           [-n N | --once]\n"
+     "A live view of the cluster: one row per task (the master first) with its\n"
+     "state (up or down), steps/s, bytes/s received and sent (every peer, control\n"
+     "calls and tensors), memory in use and its peak, and steps running now.\n"
+     "Rates are over the last interval (--interval, default 1000 ms): the first\n"
+     "frame comes one interval after the start. On a terminal the view is\n"
+     "redrawn in place until Ctrl-C; with -n N (--once: -n 1), or when the\n"
+     "output is not a terminal, frames are printed one after another, each\n"
+     "with a header line and a time stamp (N frames, else until interrupted).\n"
+     "A task that does not answer shows as down and top goes on; it exits 1\n"
+     "only when the master does not answer at the start. Each call's deadline\n"
+     "is --timeout-ms, else the spec's rpc_ms.\n"},
     {"run",
      "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] run GRAPH\n"
      "           [--fetch NAME:0 ...] [--feed NAME=FILE.npy ...] [--target NAME ...]\n"

@@ -3,7 +3,8 @@
  * health, devices, run, graph and the job commands (submit, jobs, status,
  * step, pause, resume, cancel, logs, checkpoint, checkpoints, restore:
  * cmd/tfctl/ctl_jobs.h) talk to the
- * master (-m, or the spec's master task with -c); cluster up|down start
+ * master (-m, or the spec's master task with -c); top watches every task
+ * (cmd/tfctl/ctl_top.h); cluster up|down start
  * and stop a local development
  * cluster (cmd/tfctl/ctl_procs.h); inspect reads checkpoint files
  * (cmd/tfctl/ctl_inspect.h); help [COMMAND], COMMAND --help and
@@ -29,6 +30,7 @@
 #include "cmd/tfctl/ctl_inspect.h"
 #include "cmd/tfctl/ctl_jobs.h"
 #include "cmd/tfctl/ctl_procs.h"
+#include "cmd/tfctl/ctl_top.h"
 #include "lib/runtime/placement.h"
 #include "tf/serialize.h"
 #include "tf/session.h"
@@ -40,10 +42,11 @@ typedef struct ctl_args {
   const char *config, *master, *timeout_str, *out_dir, *format, *run_dir;
   const char *only; /* cluster --only TASK */
   const char *steps_str; /* -n */
+  const char *interval_str; /* top --interval */
   const char *export_name, *export_file; /* inspect's --export NAME FILE */
   const char **pos, **feeds, **fetches, **targets;
   int n_pos, n_feeds, n_fetches, n_targets;
-  bool placed, help, version, follow;
+  bool placed, help, version, follow, once;
   int64_t timeout_ms; /* 0: unset */
   tf_cluster_spec *spec; /* loaded from config */
   char *master_url;
@@ -71,7 +74,8 @@ static int ctl_fail(int code, const char *fmt, ...) {
 
 static const char *const value_opts[] = {"-c", "--config", "-m", "--master", "--timeout-ms",
                                          "--feed", "--fetch", "--target", "--out",
-                                         "--format", "--run-dir", "-n", "--only", NULL};
+                                         "--format", "--run-dir", "-n", "--only",
+                                         "--interval", NULL};
 
 static bool takes_value(const char *name) {
   for (int i = 0; value_opts[i] != NULL; i++) {
@@ -115,6 +119,10 @@ static bool set_opt(ctl_args *a, const char *name, const char *v) {
     a->steps_str = v;
   } else if (strcmp(name, "--follow") == 0) {
     a->follow = true;
+  } else if (strcmp(name, "--interval") == 0) {
+    a->interval_str = v;
+  } else if (strcmp(name, "--once") == 0) {
+    a->once = true;
   } else {
     return false;
   }
@@ -233,7 +241,15 @@ static bool is_job_cmd(const char *cmd) {
 /* Usage error unless only the listed option groups were given (-n and
  * --follow are the job commands', which check them in cmd_job). */
 static int only_opts(const ctl_args *a, bool run_opts, bool graph_opts, bool run_dir) {
-  if (!is_job_cmd(a->pos[0]) && (a->steps_str != NULL || a->follow)) {
+  bool top = strcmp(a->pos[0], "top") == 0;
+  if (!top && (a->interval_str != NULL || a->once)) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no %s (top does)", a->pos[0],
+                    a->once ? "--once" : "--interval");
+  }
+  if (top && a->follow) {
+    return ctl_fail(CTL_EXIT_USAGE, "top takes no --follow");
+  }
+  if (!is_job_cmd(a->pos[0]) && !top && (a->steps_str != NULL || a->follow)) {
     return ctl_fail(CTL_EXIT_USAGE, "%s takes no %s", a->pos[0],
                     a->steps_str != NULL ? "-n" : "--follow");
   }
@@ -415,6 +431,47 @@ static int cmd_devices(ctl_args *a) {
   }
   tf_ctl_devices_free(ds, n);
   return 0;
+}
+
+/* A whole number from lo to hi in s for option name; 0 or CTL_EXIT_USAGE. */
+static int parse_range(const char *name, const char *s, int64_t lo, int64_t hi, int64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s: expected a number from %lld to %lld, got '%s'",
+                    name, (long long)lo, (long long)hi, s);
+  }
+  *out = v;
+  return 0;
+}
+
+/* tfctl top [--interval MS] [-n N] [--once]: redraws in place on a
+ * terminal unless a frame count is given. */
+static int cmd_top(ctl_args *a) {
+  int64_t interval_ms = 1000, frames = 0;
+  int rc = only_opts(a, false, false, false);
+  if (rc == 0 && a->n_pos > 1) {
+    rc = ctl_fail(CTL_EXIT_USAGE, "top takes no arguments, got '%s'", a->pos[1]);
+  }
+  if (rc == 0 && a->once && a->steps_str != NULL) {
+    rc = ctl_fail(CTL_EXIT_USAGE, "top: give --once or -n N, not both");
+  }
+  if (rc == 0 && a->interval_str != NULL) {
+    rc = parse_range("--interval", a->interval_str, 10, 86400000, &interval_ms);
+  }
+  if (rc == 0 && a->steps_str != NULL) {
+    rc = parse_range("-n", a->steps_str, 1, 1000000000, &frames);
+  }
+  if (rc != 0 || (rc = ctl_resolve_master(a)) != 0) {
+    return rc;
+  }
+  frames = a->once ? 1 : frames;
+  tf_ctl_top_opts o = {.master_url = a->master_url, .timeout_ms = a->timeout_ms,
+                       .interval_ms = interval_ms, .frames = frames,
+                       .redraw = frames == 0 && isatty(STDOUT_FILENO) == 1,
+                       .out = stdout, .err = stderr};
+  return tf_ctl_cmd_top(&o);
 }
 
 /* ---- run, graph, cluster ----------------------------------------------------- */
@@ -846,6 +903,8 @@ int main(int argc, char **argv) {
     rc = a.n_pos > 1 ? ctl_fail(CTL_EXIT_USAGE, "%s takes no arguments", cmd)
          : cmd[0] == 'h' ? cmd_health(&a)
                          : cmd_devices(&a);
+  } else if (strcmp(cmd, "top") == 0) {
+    rc = cmd_top(&a);
   } else if (strcmp(cmd, "run") == 0) {
     rc = (rc = only_opts(&a, true, false, false)) != 0 ? rc : cmd_run(&a);
   } else if (strcmp(cmd, "graph") == 0) {

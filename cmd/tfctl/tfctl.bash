@@ -8,17 +8,17 @@ _tfctl() {
     words=("${COMP_WORDS[@]}")
     cword=$COMP_CWORD
   }
-  local commands="health devices run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore inspect help"
+  local commands="health devices top run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore inspect help"
   case $prev in
     -c|--config) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --out|--run-dir) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --format) COMPREPLY=($(compgen -W "yaml dot" -- "$cur")); return ;;
-    -m|--master|--timeout-ms|--fetch|--target|--feed|-n|--export) return ;;
+    -m|--master|--timeout-ms|--fetch|--target|--feed|-n|--interval|--export) return ;;
   esac
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
-      -c|--config|-m|--master|--timeout-ms|--fetch|--target|--feed|--out|--format|--run-dir|-n) ((i++)) ;;
+      -c|--config|-m|--master|--timeout-ms|--fetch|--target|--feed|--out|--format|--run-dir|-n|--interval|--only) ((i++)) ;;
       --export) ((i += 2)) ;;
       -*) ;;
       *) cmd=${words[i]}; break ;;
@@ -32,6 +32,7 @@ _tfctl() {
       cluster) opts="-c --config --run-dir --timeout-ms --only -h --help" ;;
       status|logs) opts="$opts --follow" ;;
       step) opts="$opts -n" ;;
+      top) opts="$opts --interval -n --once" ;;
       inspect) opts="--export -h --help" ;;
     esac
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -394,7 +394,8 @@ static void reset(tf_master *m, struct tf_rpc_call *call) {
 }
 
 /* GetStatus on the master: who it is (it has no devices of its own), its
- * sessions, steps in flight and steps finished. */
+ * sessions, steps in flight and steps finished, the process's traffic and
+ * its CPU allocator's memory (constant folding and fed tensors). */
 static nng_msg *master_status(tf_master *m, const tf_wire_msg *req, tf_status *st) {
   pthread_mutex_lock(&m->mu);
   int sessions = m->n_sessions, running = m->n_steps;
@@ -405,6 +406,8 @@ static nng_msg *master_status(tf_master *m, const tf_wire_msg *req, tf_status *s
                                .has = TF_MSG_STATUS_MASTER | TF_MSG_STATUS_STEPS_RUN,
                                .sessions = sessions, .running_steps = running,
                                .steps_run = run};
+  tf_allocator *cpu = tf_cpu_allocator();
+  tf__status_usage(&b, &cpu, 1);
   tf_wire_writer *wr = tf__ms_reply_writer(m, req);
   tf_msg_get_status_reply_encode(wr, &b);
   nng_msg *msg = NULL;

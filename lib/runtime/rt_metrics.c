@@ -13,6 +13,7 @@
 #include "lib/runtime/job_run.h"
 #include "lib/runtime/master_impl.h"
 #include "lib/runtime/worker_impl.h"
+#include "lib/transport/peer_metrics.h"
 
 void tf__step_metrics_init(tf__step_metrics *sm, const char *role) {
   sm->steps = tf_metrics_series1(
@@ -28,6 +29,25 @@ void tf__step_metrics_init(tf__step_metrics *sm, const char *role) {
                            "RunGraph)", "role", tf_metrics_seconds_buckets,
                            tf_metrics_n_seconds_buckets),
       role);
+}
+
+void tf__status_usage(tf_msg_get_status_reply *b, tf_allocator *const *allocs, int n) {
+  tf__peer_totals t = tf__peer_totals_now();
+  b->bytes_sent = t.sent_bytes;
+  b->bytes_received = t.received_bytes;
+  b->mem_in_use = b->mem_peak = 0;
+  for (int i = 0; i < n; i++) {
+    bool seen = allocs[i] == NULL;
+    for (int j = 0; j < i && !seen; j++) {
+      seen = allocs[j] == allocs[i];
+    }
+    if (!seen) {
+      tf_allocator_stats s = tf_allocator_get_stats(allocs[i]);
+      b->mem_in_use += s.bytes_in_use > 0 ? s.bytes_in_use : 0;
+      b->mem_peak += s.peak_bytes > 0 ? s.peak_bytes : 0;
+    }
+  }
+  b->has |= TF_MSG_STATUS_USAGE;
 }
 
 void tf__step_metrics_done(const tf__step_metrics *sm, int64_t start_ns, tf_code code) {

@@ -6,13 +6,16 @@
  * Gauges computed at scrape time by collectors: the master's
  * tf_tasks_up, tf_task_up{task}, tf_jobs{state} and
  * tf_checkpoint_age_seconds{job}; a worker's
- * tf_rendezvous_buffered_bytes. */
+ * tf_rendezvous_buffered_bytes. GetStatus's traffic and memory counters
+ * come from the same sources (tf__status_usage). */
 #ifndef TF_RUNTIME_RT_METRICS_H
 #define TF_RUNTIME_RT_METRICS_H
 
 #include <stdint.h>
 
 #include "lib/core/base/metrics.h"
+#include "lib/transport/messages.h"
+#include "tf/allocator.h"
 #include "tf/status.h"
 
 typedef struct tf__step_metrics {
@@ -24,6 +27,12 @@ void tf__step_metrics_init(tf__step_metrics *sm, const char *role);
 
 /* Counts a step that began at start_ns (tf__now_ns) and ended with code. */
 void tf__step_metrics_done(const tf__step_metrics *sm, int64_t start_ns, tf_code code);
+
+/* Fills b's bytes_sent and bytes_received (the process's traffic over
+ * every peer, peer_metrics.h) and mem_in_use and mem_peak (the sums over
+ * the distinct allocators among allocs[0..n), NULL entries skipped), and
+ * sets their bits (TF_MSG_STATUS_USAGE) in b->has. */
+void tf__status_usage(tf_msg_get_status_reply *b, tf_allocator *const *allocs, int n);
 
 struct tf_master;
 struct tf_worker;

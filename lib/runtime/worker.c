@@ -55,6 +55,7 @@ static nng_msg *get_status(tf_worker *w, const tf_wire_msg *req, tf_status *st) 
       .running_steps = running, .step_tables = tf_rdv_mgr_live_steps(w->rdv),
       .buffered_bytes = tf_rdv_mgr_buffered_bytes(w->rdv), .graphs = graphs,
       .steps_run = atomic_load(&w->steps_run), .tensor_stream = tf__wk_stream_url(w)};
+  tf__status_usage(&b, &w->dev.alloc, 1);
   tf_wire_writer *wr = tf__wk_reply_writer(w, req);
   tf_msg_get_status_reply_encode(wr, &b);
   nng_msg *m = NULL;

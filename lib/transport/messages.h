@@ -272,7 +272,9 @@ typedef struct tf_msg_status_device {
 
 /* Which counters a GetStatus reply carries (tf_msg_get_status_reply.has):
  * a worker sends running_steps, step_tables, buffered_bytes, graphs and
- * steps_run; the master sessions and running_steps. */
+ * steps_run; the master sessions and running_steps (and steps_run); both
+ * send the process's traffic and memory (TF_MSG_STATUS_USAGE), which
+ * peers older than those bits leave out. */
 enum {
   TF_MSG_STATUS_SESSIONS = 1 << 0,
   TF_MSG_STATUS_RUNNING_STEPS = 1 << 1,
@@ -280,17 +282,29 @@ enum {
   TF_MSG_STATUS_BUFFERED_BYTES = 1 << 3,
   TF_MSG_STATUS_GRAPHS = 1 << 4,
   TF_MSG_STATUS_STEPS_RUN = 1 << 5,
+  TF_MSG_STATUS_BYTES_SENT = 1 << 6,
+  TF_MSG_STATUS_BYTES_RECEIVED = 1 << 7,
+  TF_MSG_STATUS_MEM_IN_USE = 1 << 8,
+  TF_MSG_STATUS_MEM_PEAK = 1 << 9,
   TF_MSG_STATUS_WORKER = TF_MSG_STATUS_RUNNING_STEPS | TF_MSG_STATUS_STEP_TABLES |
                          TF_MSG_STATUS_BUFFERED_BYTES | TF_MSG_STATUS_GRAPHS |
                          TF_MSG_STATUS_STEPS_RUN,
   TF_MSG_STATUS_MASTER = TF_MSG_STATUS_SESSIONS | TF_MSG_STATUS_RUNNING_STEPS,
+  TF_MSG_STATUS_USAGE = TF_MSG_STATUS_BYTES_SENT | TF_MSG_STATUS_BYTES_RECEIVED |
+                        TF_MSG_STATUS_MEM_IN_USE | TF_MSG_STATUS_MEM_PEAK,
 };
 
 /* GetStatus reply {job, task, incarnation, devices: [...], counters...,
  * tensor_stream?}. Counters are >= 0; those not in has are 0 and not
- * packed. tensor_stream: the URL of the task's tensor-stream server
- * (tensor_stream.h), packed when non-empty; "" when decoding a reply
- * without it (an older peer, or a task that serves no stream). */
+ * packed (a reply without one decodes with it 0 and its bit clear).
+ * steps_run, bytes_sent and bytes_received are cumulative since the
+ * process started: bytes over every peer, control RPC and tensor stream
+ * both (the tf_rpc_*_bytes_total series summed). mem_in_use and mem_peak
+ * are the process's allocators' bytes in use and peak bytes, summed
+ * (tf_allocator_stats). tensor_stream: the URL of the task's
+ * tensor-stream server (tensor_stream.h), packed when non-empty; "" when
+ * decoding a reply without it (an older peer, or a task that serves no
+ * stream). */
 typedef struct tf_msg_get_status_reply {
   const char *job;
   int task;          /* >= 0 */
@@ -299,7 +313,8 @@ typedef struct tf_msg_get_status_reply {
   tf_msg_status_device *devices;
   unsigned has;      /* TF_MSG_STATUS_* */
   int64_t sessions, running_steps, step_tables, buffered_bytes, graphs;
-  uint64_t steps_run;
+  uint64_t steps_run, bytes_sent, bytes_received;
+  int64_t mem_in_use, mem_peak;
   const char *tensor_stream; /* NULL or "": none */
   tf_msg_mem mem;
 } tf_msg_get_status_reply;

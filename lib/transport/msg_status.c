@@ -5,6 +5,7 @@
  * defaults messages.h states), but a field that is present must have its
  * documented type. */
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,25 +21,40 @@ static const char STATUS[] = "GetStatus reply", LIST[] = "ListDevices reply",
 
 /* ---- GetStatus ----------------------------------------------------------- */
 
-/* The counters in packing order, with their has-bits. */
+/* The counters in packing order, with their has-bits, where they live in
+ * the struct and whether they are u64 (else int64 >= 0). */
 static const struct {
   const char *key;
   unsigned bit;
+  size_t off;
+  bool u64;
 } counters[] = {
-    {"sessions", TF_MSG_STATUS_SESSIONS},
-    {"running_steps", TF_MSG_STATUS_RUNNING_STEPS},
-    {"step_tables", TF_MSG_STATUS_STEP_TABLES},
-    {"buffered_bytes", TF_MSG_STATUS_BUFFERED_BYTES},
-    {"graphs", TF_MSG_STATUS_GRAPHS},
-    {"steps_run", TF_MSG_STATUS_STEPS_RUN},
+    {"sessions", TF_MSG_STATUS_SESSIONS, offsetof(tf_msg_get_status_reply, sessions), false},
+    {"running_steps", TF_MSG_STATUS_RUNNING_STEPS,
+     offsetof(tf_msg_get_status_reply, running_steps), false},
+    {"step_tables", TF_MSG_STATUS_STEP_TABLES, offsetof(tf_msg_get_status_reply, step_tables),
+     false},
+    {"buffered_bytes", TF_MSG_STATUS_BUFFERED_BYTES,
+     offsetof(tf_msg_get_status_reply, buffered_bytes), false},
+    {"graphs", TF_MSG_STATUS_GRAPHS, offsetof(tf_msg_get_status_reply, graphs), false},
+    {"steps_run", TF_MSG_STATUS_STEPS_RUN, offsetof(tf_msg_get_status_reply, steps_run), true},
+    {"bytes_sent", TF_MSG_STATUS_BYTES_SENT, offsetof(tf_msg_get_status_reply, bytes_sent),
+     true},
+    {"bytes_received", TF_MSG_STATUS_BYTES_RECEIVED,
+     offsetof(tf_msg_get_status_reply, bytes_received), true},
+    {"mem_in_use", TF_MSG_STATUS_MEM_IN_USE, offsetof(tf_msg_get_status_reply, mem_in_use),
+     false},
+    {"mem_peak", TF_MSG_STATUS_MEM_PEAK, offsetof(tf_msg_get_status_reply, mem_peak), false},
 };
 #define N_COUNTERS ((int)(sizeof counters / sizeof counters[0]))
 
-/* The counter at index i of counters[] (NULL for steps_run, a u64). */
-static int64_t *counter_of(tf_msg_get_status_reply *m, int i) {
-  int64_t *v[] = {&m->sessions, &m->running_steps, &m->step_tables,
-                  &m->buffered_bytes, &m->graphs, NULL};
-  return v[i];
+/* The counter at index i of counters[] in m (an int64_t or, when u64, a
+ * uint64_t). */
+static void *counter_of(tf_msg_get_status_reply *m, int i) {
+  return (char *)m + counters[i].off;
+}
+static const void *counter_in(const tf_msg_get_status_reply *m, int i) {
+  return (const char *)m + counters[i].off;
 }
 
 static void pack_status_devices(tf_wire_writer *w, const tf_msg_get_status_reply *m) {
@@ -77,17 +93,15 @@ void tf_msg_get_status_reply_encode(tf_wire_writer *w, const tf_msg_get_status_r
   msgpack_pack_uint64(pk, m->incarnation);
   tf__mp_map_key(&b, "devices");
   pack_status_devices(w, m);
-  const int64_t vals[] = {m->sessions, m->running_steps, m->step_tables,
-                          m->buffered_bytes, m->graphs, 0};
   for (int i = 0; i < N_COUNTERS; i++) {
     if ((m->has & counters[i].bit) == 0) {
       continue;
     }
     tf__mp_map_key(&b, counters[i].key);
-    if (counters[i].bit == TF_MSG_STATUS_STEPS_RUN) {
-      msgpack_pack_uint64(pk, m->steps_run);
+    if (counters[i].u64) {
+      msgpack_pack_uint64(pk, *(const uint64_t *)counter_in(m, i));
     } else {
-      msgpack_pack_int64(pk, vals[i]);
+      msgpack_pack_int64(pk, *(const int64_t *)counter_in(m, i));
     }
   }
   if (has_stream) {
@@ -128,11 +142,11 @@ static tf_code decode_counters(const tf__msg_field *f, tf_msg_get_status_reply *
     if (f[i].val == NULL) {
       continue;
     }
-    int64_t *v = counter_of(out, i);
-    if (v != NULL) {
-      TF_TRY(tf__msg_get_int(f[i].val, STATUS, f[i].key, -1, 0, INT64_MAX, v, st));
+    void *v = counter_of(out, i);
+    if (counters[i].u64) {
+      TF_TRY(tf__msg_get_u64(f[i].val, STATUS, f[i].key, -1, v, st));
     } else {
-      TF_TRY(tf__msg_get_u64(f[i].val, STATUS, f[i].key, -1, &out->steps_run, st));
+      TF_TRY(tf__msg_get_int(f[i].val, STATUS, f[i].key, -1, 0, INT64_MAX, v, st));
     }
     out->has |= counters[i].bit;
   }

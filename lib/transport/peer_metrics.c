@@ -1,10 +1,13 @@
 /* peer_metrics.c: per-peer transport series and RPC error counts
  * (peer_metrics.h). The cache maps a peer name to its four series; past
  * TF_METRICS_MAX_SERIES names, new peers share one entry whose series are
- * the families' sinks (looked up once, which counts the drop). */
+ * the families' sinks (looked up once, which counts the drop). Every byte
+ * counted into a peer's series is also added to the process's totals
+ * (GetStatus reports them), so they equal the series' sum. */
 #include "lib/transport/peer_metrics.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "lib/core/base/strmap.h"
 #include "lib/core/base/util.h"
@@ -13,6 +16,7 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static tf__strmap cache; /* zero-initialised: an empty map */
 static tf__peer_metrics *overflow;
+static _Atomic uint64_t total_sent, total_received;
 
 static tf__peer_metrics *lookup(const char *peer) {
   tf__peer_metrics *pm = tf__xcalloc(1, sizeof *pm);
@@ -57,11 +61,18 @@ const tf__peer_metrics *tf__peer_metrics_of(const char *peer) {
 void tf__peer_sent(const tf__peer_metrics *pm, size_t n) {
   tf_metric_add_u64(pm->sent_bytes, n);
   tf_metric_add_u64(pm->sent_messages, 1);
+  atomic_fetch_add_explicit(&total_sent, n, memory_order_relaxed);
 }
 
 void tf__peer_received(const tf__peer_metrics *pm, size_t n) {
   tf_metric_add_u64(pm->received_bytes, n);
   tf_metric_add_u64(pm->received_messages, 1);
+  atomic_fetch_add_explicit(&total_received, n, memory_order_relaxed);
+}
+
+tf__peer_totals tf__peer_totals_now(void) {
+  return (tf__peer_totals){atomic_load_explicit(&total_sent, memory_order_relaxed),
+                           atomic_load_explicit(&total_received, memory_order_relaxed)};
 }
 
 void tf__rpc_count_error(const char *side, int method, tf_code code) {

@@ -10,6 +10,7 @@
 #define TF_TRANSPORT_PEER_METRICS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lib/core/base/metrics.h"
 #include "tf/status.h"
@@ -25,6 +26,15 @@ const tf__peer_metrics *tf__peer_metrics_of(const char *peer);
 /* Counts one message of n bytes sent to / received from pm. */
 void tf__peer_sent(const tf__peer_metrics *pm, size_t n);
 void tf__peer_received(const tf__peer_metrics *pm, size_t n);
+
+/* Bytes this process sent and received since it started, over every peer
+ * (control RPC and tensor stream): the tf_rpc_sent_bytes_total and
+ * tf_rpc_received_bytes_total series summed, peers past the series cap
+ * included. Lock-free; thread-safe. */
+typedef struct tf__peer_totals {
+  uint64_t sent_bytes, received_bytes;
+} tf__peer_totals;
+tf__peer_totals tf__peer_totals_now(void);
 
 /* Counts a failed RPC: side "server" (an error reply this process sent)
  * or "client" (a call of this process that failed), the method's name,

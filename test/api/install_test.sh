@@ -127,13 +127,15 @@ installed_tfctl() {
 completion() {
   bash -c '. "$1"; COMP_WORDS=(tfctl ""); COMP_CWORD=1; _tfctl; echo "${COMPREPLY[*]}"' _ \
     "$usr/share/bash-completion/completions/tfctl" |
-    grep -qx 'health devices run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore inspect help' &&
+    grep -qx 'health devices top run graph cluster submit jobs status step pause resume cancel logs checkpoint checkpoints restore inspect help' &&
   bash -c '. "$1"; COMP_WORDS=(tfctl run --o); COMP_CWORD=2; _tfctl; echo "${COMPREPLY[*]}"' _ \
     "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--out' &&
   bash -c '. "$1"; COMP_WORDS=(tfctl status j --f); COMP_CWORD=3; _tfctl; echo "${COMPREPLY[*]}"' _ \
     "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--follow' &&
   bash -c '. "$1"; COMP_WORDS=(tfctl inspect d --e); COMP_CWORD=3; _tfctl; echo "${COMPREPLY[*]}"' _ \
-    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--export'
+    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--export' &&
+  bash -c '. "$1"; COMP_WORDS=(tfctl top --in); COMP_CWORD=2; _tfctl; echo "${COMPREPLY[*]}"' _ \
+    "$usr/share/bash-completion/completions/tfctl" | grep -qx -- '--interval'
 }
 
 nothing_left() {

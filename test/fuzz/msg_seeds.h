@@ -148,9 +148,12 @@ static void seeds_status(seed_put_fn put) {
     tf_wire_writer *w = seed_writer(TF_M_GET_STATUS, true);
     tf_msg_get_status_reply b = {.job = k ? "worker" : "master", .task = k,
                                  .incarnation = 42, .n_devices = k, .devices = &dev,
-                                 .has = k ? TF_MSG_STATUS_WORKER : TF_MSG_STATUS_MASTER,
+                                 .has = (k ? TF_MSG_STATUS_WORKER : TF_MSG_STATUS_MASTER) |
+                                        TF_MSG_STATUS_USAGE,
                                  .sessions = 2, .running_steps = 1, .step_tables = 3,
-                                 .buffered_bytes = 1 << 20, .graphs = 4, .steps_run = 99};
+                                 .buffered_bytes = 1 << 20, .graphs = 4, .steps_run = 99,
+                                 .bytes_sent = 1ULL << 32, .bytes_received = 77,
+                                 .mem_in_use = 1 << 22, .mem_peak = 1 << 23};
     tf_msg_get_status_reply_encode(w, &b);
     seed_put(put, "msg_get_status_reply", k, w);
   }

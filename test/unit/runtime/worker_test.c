@@ -7,7 +7,9 @@
  * 64-byte aligned, a push that arrives before its step starts, draining,
  * and the TTL sweep of orphaned step tables. */
 #include "lib/core/framework/rendezvous.h"
+#include "lib/transport/messages.h"
 #include "test/unit/runtime/rt_testlib2.h"
+#include "tf/allocator.h"
 
 typedef struct wk_fixture {
   tf_cluster_spec *spec;
@@ -148,6 +150,16 @@ START_TEST(master_job_refused) {
 }
 END_TEST
 
+/* GetStatus to f's worker, decoded. */
+static void get_status_typed(wk_fixture *f, tf_msg_get_status_reply *out) {
+  tf_wire_msg *r = NULL;
+  tf_status st;
+  ck_assert_msg(rt2_call(f->c, rt2_req(TF_M_GET_STATUS, 0, 0, 5000), &r, &st) == TF_OK,
+                "%s", st.msg);
+  ck_assert_msg(tf_msg_get_status_reply_decode(r, out, &st) == TF_OK, "%s", st.msg);
+  tf_wire_msg_free(r);
+}
+
 START_TEST(get_status_fields) {
   wk_fixture f;
   fx_start(&f, 5000);
@@ -180,6 +192,20 @@ START_TEST(get_status_fields) {
   free(job);
   free(dname);
   tf_wire_msg_free(r);
+  /* Traffic and memory: the process's bytes (this request received, the
+   * first reply sent before the second is built) and the CPU allocator's. */
+  tf_msg_get_status_reply s1, s2;
+  get_status_typed(&f, &s1);
+  get_status_typed(&f, &s2);
+  ck_assert_uint_eq(s1.has & TF_MSG_STATUS_USAGE, TF_MSG_STATUS_USAGE);
+  ck_assert_uint_eq(s2.has, TF_MSG_STATUS_WORKER | TF_MSG_STATUS_USAGE);
+  ck_assert(s1.bytes_received > 0 && s1.bytes_sent > 0);
+  ck_assert(s2.bytes_received > s1.bytes_received && s2.bytes_sent > s1.bytes_sent);
+  tf_allocator_stats cpu = tf_allocator_get_stats(tf_cpu_allocator());
+  ck_assert(s2.mem_in_use >= 0 && s2.mem_peak >= s2.mem_in_use);
+  ck_assert(s2.mem_peak <= cpu.peak_bytes && s2.mem_peak >= s1.mem_peak);
+  tf_msg_get_status_reply_fini(&s1);
+  tf_msg_get_status_reply_fini(&s2);
   /* A master method is refused, naming it. */
   ck_assert_int_eq(simple_call(&f, TF_M_LIST_DEVICES, 0, &st), TF_UNIMPLEMENTED);
   ck_assert_msg(strstr(st.msg, "ListDevices") != NULL, "%s", st.msg);

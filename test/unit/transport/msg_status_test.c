@@ -1,5 +1,6 @@
 /* msg_status_test.c: the status replies (msg_status.c): GetStatus in its
- * worker and master forms (and devices given as plain names), ListDevices
+ * worker and master forms (and devices given as plain names, and with and
+ * without the traffic and memory counters older peers leave out), ListDevices
  * and ClusterStatus with their optional fields' defaults: round trips,
  * the exact body bytes docs/wire.md lists, hostile bodies refused naming
  * the field, and seeded byte flips through the fuzz harness's checks. */
@@ -153,6 +154,60 @@ START_TEST(get_status_devices_as_names) {
 }
 END_TEST
 
+/* The traffic and memory counters (TF_MSG_STATUS_USAGE): carried at their
+ * extremes in both forms; a reply without them (an older peer) decodes
+ * with them 0 and their bits clear; each bit is packed on its own. */
+START_TEST(get_status_usage) {
+  tf_msg_status_device dev = {DEV, "CPU", 42};
+  tf_msg_get_status_reply in = worker_status(&dev, 1);
+  in.has |= TF_MSG_STATUS_USAGE;
+  in.bytes_sent = UINT64_MAX;
+  in.bytes_received = 123456789012345ULL;
+  in.mem_in_use = INT64_MAX;
+  in.mem_peak = 7;
+  tf_msg_get_status_reply b;
+  tf_status st;
+  tf_wire_msg *r = status_msg(&in);
+  ck_assert_uint_eq(r->body.via.map.size, 9 + 4);
+  ck_assert_msg(tf_msg_get_status_reply_decode(r, &b, &st) == TF_OK, "%s", st.msg);
+  tf_wire_msg_free(r);
+  ck_assert_uint_eq(b.has, TF_MSG_STATUS_WORKER | TF_MSG_STATUS_USAGE);
+  ck_assert(b.bytes_sent == UINT64_MAX && b.bytes_received == 123456789012345ULL);
+  ck_assert(b.mem_in_use == INT64_MAX && b.mem_peak == 7);
+  ck_assert(b.steps_run == UINT64_MAX && b.graphs == 4);
+  tf_msg_get_status_reply_fini(&b);
+  /* Without them: 0 and clear, whatever the struct held. */
+  in.has = TF_MSG_STATUS_WORKER;
+  r = status_msg(&in);
+  ck_assert_msg(tf_msg_get_status_reply_decode(r, &b, &st) == TF_OK, "%s", st.msg);
+  tf_wire_msg_free(r);
+  ck_assert_uint_eq(b.has & TF_MSG_STATUS_USAGE, 0);
+  ck_assert(b.bytes_sent == 0 && b.bytes_received == 0 && b.mem_in_use == 0 &&
+            b.mem_peak == 0);
+  tf_msg_get_status_reply_fini(&b);
+  /* One bit at a time, in the master's form. */
+  static const unsigned bits[] = {TF_MSG_STATUS_BYTES_SENT, TF_MSG_STATUS_BYTES_RECEIVED,
+                                  TF_MSG_STATUS_MEM_IN_USE, TF_MSG_STATUS_MEM_PEAK};
+  for (int i = 0; i < 4; i++) {
+    tf_msg_get_status_reply m = {.job = "master", .incarnation = 9,
+                                 .has = TF_MSG_STATUS_MASTER | bits[i], .sessions = 1,
+                                 .bytes_sent = 11, .bytes_received = 12, .mem_in_use = 13,
+                                 .mem_peak = 14};
+    r = status_msg(&m);
+    ck_assert_uint_eq(r->body.via.map.size, 4 + 2 + 1);
+    ck_assert_msg(tf_msg_get_status_reply_decode(r, &b, &st) == TF_OK, "%s", st.msg);
+    tf_wire_msg_free(r);
+    ck_assert_uint_eq(b.has, TF_MSG_STATUS_MASTER | bits[i]);
+    const uint64_t got[] = {b.bytes_sent, b.bytes_received, (uint64_t)b.mem_in_use,
+                            (uint64_t)b.mem_peak};
+    for (int k = 0; k < 4; k++) {
+      ck_assert_uint_eq(got[k], k == i ? (uint64_t)(11 + k) : 0);
+    }
+    tf_msg_get_status_reply_fini(&b);
+  }
+}
+END_TEST
+
 START_TEST(list_and_cluster_round_trip) {
   tf_msg_device ds[] = {{DEV, "CPU", 3, "/job:worker/replica:0/task:1", "tcp://h:1"},
                         {"/job:ps/replica:0/task:0/device:CPU:0", "CPU", 4,
@@ -276,6 +331,28 @@ START_TEST(bodies_are_the_documented_bytes) {
   tf_wire_msg *r = status_msg(&in);
   mt_same_bytes(r, &sb);
   tf_wire_msg_free(r);
+  /* With the traffic and memory counters: the same keys, then these four
+   * (before tensor_stream, which this reply does not carry). */
+  size_t head = sb.size;
+  pack_s(&pk, "bytes_sent");
+  msgpack_pack_uint64(&pk, 1ULL << 33);
+  pack_s(&pk, "bytes_received");
+  msgpack_pack_uint64(&pk, 5);
+  pack_s(&pk, "mem_in_use");
+  msgpack_pack_int64(&pk, 1 << 20);
+  pack_s(&pk, "mem_peak");
+  msgpack_pack_int64(&pk, 3 << 20);
+  ck_assert_uint_eq((unsigned char)sb.data[0], 0x80 | 9); /* fixmap of 9 */
+  sb.data[0] = (char)(0x80 | 13);
+  in.has |= TF_MSG_STATUS_USAGE;
+  in.bytes_sent = 1ULL << 33;
+  in.bytes_received = 5;
+  in.mem_in_use = 1 << 20;
+  in.mem_peak = 3 << 20;
+  r = status_msg(&in);
+  mt_same_bytes(r, &sb);
+  tf_wire_msg_free(r);
+  ck_assert_uint_gt(sb.size, head);
   msgpack_sbuffer_clear(&sb);
   msgpack_pack_map(&pk, 1);
   pack_s(&pk, "tasks");
@@ -329,6 +406,18 @@ START_TEST(status_hostile) {
       {"graphs", MT_DUP, 0, "GetStatus reply: field 'graphs' appears twice"},
   };
   mt_hostile(&status_ops, status_msg(&in), st, 15);
+  in.has |= TF_MSG_STATUS_USAGE;
+  in.bytes_sent = in.bytes_received = 9;
+  in.mem_in_use = in.mem_peak = 10;
+  static const mt_case usage[] = {
+      {"bytes_sent", MT_INT, -1, "GetStatus reply: field 'bytes_sent' is a int, not an "
+                                 "unsigned int"},
+      {"bytes_received", MT_STR, 2, "field 'bytes_received' is a str, not an unsigned int"},
+      {"mem_in_use", MT_INT, -1, "GetStatus reply: field 'mem_in_use' is -1, not in [0,"},
+      {"mem_peak", MT_NIL, 0, "GetStatus reply: field 'mem_peak' is a nil, not an int"},
+      {"mem_peak", MT_DUP, 0, "GetStatus reply: field 'mem_peak' appears twice"},
+  };
+  mt_hostile(&status_ops, status_msg(&in), usage, 5);
   tf_msg_device ds[] = {{DEV, "CPU", 3, "/job:worker/replica:0/task:1", "tcp://h:1"}};
   static const mt_case list[] = {
       {"devices", MT_DEL, 0, "ListDevices reply: field 'devices' is missing"},
@@ -359,6 +448,10 @@ START_TEST(byte_flips) {
   tf_msg_get_status_reply in = worker_status(&dev, 1);
   int n = 400;
   ck_assert_int_gt(mt_flips(&status_ops, status_msg(&in), n), 0);
+  in.has |= TF_MSG_STATUS_USAGE;
+  in.bytes_sent = 1ULL << 40;
+  in.mem_peak = 1 << 30;
+  ck_assert_int_gt(mt_flips(&status_ops, status_msg(&in), n), 0);
   tf_msg_device ds[] = {{DEV, "CPU", 3, "/job:worker/replica:0/task:1", "tcp://h:1"}};
   mt_flips(&list_ops, list_msg(ds, 1), n);
   mt_flips(&cluster_ops, cluster_msg(tasks3, 3), n);
@@ -371,6 +464,7 @@ Suite *tt_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, get_status_round_trip);
   tcase_add_test(tc, get_status_devices_as_names);
+  tcase_add_test(tc, get_status_usage);
   tcase_add_test(tc, list_and_cluster_round_trip);
   tcase_add_test(tc, optional_fields_default);
   tcase_add_test(tc, bodies_are_the_documented_bytes);
