@@ -62,6 +62,28 @@ bool tf_daemon_parse_int(const char *s, int *out) {
   return true;
 }
 
+/* After the options: what is wrong with the rest (a positional, a
+ * missing flag), or NULL. */
+static const char *missing(int argc, char **argv, bool with_task, const tf_daemon_args *a,
+                           char *buf, size_t n) {
+  if (optind < argc) {
+    snprintf(buf, n, "unexpected argument '%s'", argv[optind]);
+    return buf;
+  }
+  if (a->config == NULL) {
+    return "missing --config FILE";
+  }
+  /* Neither --job nor --task: the role comes from the environment
+   * (cmd/common/role.h). */
+  if (with_task && a->job == NULL && a->task >= 0) {
+    return "missing --job NAME (or give neither --job nor --task)";
+  }
+  if (with_task && a->job != NULL && a->task < 0) {
+    return "missing --task N (or give neither --job nor --task)";
+  }
+  return NULL;
+}
+
 int tf_daemon_parse_args(int argc, char **argv, bool with_task,
                          const char *usage, tf_daemon_args *a) {
   static const struct option longopts[] = {
@@ -115,20 +137,8 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
       bad = buf;
     }
   }
-  if (bad == NULL && optind < argc) {
-    snprintf(buf, sizeof buf, "unexpected argument '%s'", argv[optind]);
-    bad = buf;
-  }
-  if (bad == NULL && a->config == NULL) {
-    bad = "missing --config FILE";
-  }
-  /* Neither --job nor --task: the role comes from the environment
-   * (cmd/common/role.h). */
-  if (bad == NULL && with_task && a->job == NULL && a->task >= 0) {
-    bad = "missing --job NAME (or give neither --job nor --task)";
-  }
-  if (bad == NULL && with_task && a->job != NULL && a->task < 0) {
-    bad = "missing --task N (or give neither --job nor --task)";
+  if (bad == NULL) {
+    bad = missing(argc, argv, with_task, a, buf, sizeof buf);
   }
   if (bad != NULL) {
     fprintf(stderr, "%s: %s\nusage: %s\n", prog, bad, usage);
