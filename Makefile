@@ -95,9 +95,12 @@ TESTUTIL_OBJS := $(BUILD)/obj/test/unit/testutil.o $(BUILD)/obj/test/unit/testne
 CMD_SRCS  := $(wildcard cmd/*/main.c)
 CMD_BINS  := $(patsubst cmd/%/main.c,$(BINDIR)/%,$(CMD_SRCS))
 # cmd/common/*.c go into every program; cmd/<prog>/*.c other than main.c
-# are that program's helpers (tfctl's), which its unit tests link too.
+# are that program's helpers (tfctl's), which its unit tests link too;
+# tfctl's also take cmd/common/pidfile.c, for the integration tests and
+# benchmarks that link them without the rest of cmd/common.
 CMD_COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cmd/common/*.c))
-cmd_helper_objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out cmd/$(1)/main.c,$(wildcard cmd/$(1)/*.c)))
+cmd_helper_objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out cmd/$(1)/main.c,$(wildcard cmd/$(1)/*.c)) \
+  $(if $(filter tfctl,$(1)),cmd/common/pidfile.c))
 # libsystemd's sd_notify for Type=notify readiness (optional at build time).
 HAVE_SYSTEMD := $(shell pkg-config --exists libsystemd 2>/dev/null && echo yes)
 ifeq ($(HAVE_SYSTEMD),yes)

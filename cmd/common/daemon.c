@@ -21,7 +21,28 @@
 #include <unistd.h>
 
 #include "cmd/common/notify.h"
+#include "cmd/common/pidfile.h"
+#include "lib/runtime/cluster_spec_reload.h"
 #include "lib/runtime/log.h"
+
+bool tf_daemon_parse_instance(const char *s, char *job, size_t job_len, int *task,
+                              char *why, size_t why_len) {
+  const char *dash = strrchr(s, '-');
+  size_t n = dash != NULL ? (size_t)(dash - s) : 0;
+  if (dash == NULL || n == 0 || !tf_daemon_parse_int(dash + 1, task)) {
+    snprintf(why, why_len, "--instance: expected JOB-N (e.g. ps-0 or worker-1), got '%.80s'",
+             s);
+    return false;
+  }
+  if (n >= job_len) {
+    snprintf(why, why_len, "--instance: job name in '%.80s' longer than %zu characters", s,
+             job_len - 1);
+    return false;
+  }
+  memcpy(job, s, n);
+  job[n] = '\0';
+  return true;
+}
 
 bool tf_daemon_parse_int(const char *s, int *out) {
   if (s == NULL || *s < '0' || *s > '9') {
@@ -44,10 +65,12 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
       {"job", required_argument, NULL, 'j'},
       {"task", required_argument, NULL, 't'},
       {"log-level", required_argument, NULL, 'l'},
+      {"pid-file", required_argument, NULL, 'p'},
+      {"instance", required_argument, NULL, 'i'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *prog = with_task ? "tfworker" : "tfmaster";
-  *a = (tf_daemon_args){NULL, NULL, -1, -1};
+  *a = (tf_daemon_args){.task = -1, .log_level = -1};
   const char *bad = NULL;
   char buf[256];
   int c;
@@ -69,6 +92,14 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
                  "--log-level: expected err|warning|notice|info|debug, got '%s'", optarg);
         bad = buf;
       }
+    } else if (c == 'p') {
+      a->pid_file = optarg;
+    } else if (c == 'i' && with_task) {
+      if (!tf_daemon_parse_instance(optarg, a->instance_job, sizeof a->instance_job,
+                                    &a->task, buf, sizeof buf)) {
+        bad = buf;
+      }
+      a->job = a->instance_job;
     } else if (c == 'h') {
       printf("usage: %s\n", usage);
       exit(0);
@@ -121,6 +152,7 @@ static void on_signal(uv_signal_t *h, int signum) {
     _exit(TF_EXIT_FORCED);
   }
   d->stopping = true;
+  if (d->spec != NULL) d->drain_ms = d->spec->drain_ms;
   tf_log(LOG_NOTICE, "received SIG%s: draining (up to %" PRId64 " ms)", sigabbrev_np(signum),
          d->drain_ms);
   tf_notify("STOPPING=1");
@@ -133,6 +165,48 @@ static void on_signal(uv_signal_t *h, int signum) {
   tf_log(LOG_WARNING, "cannot start a drain thread; draining on the loop");
   d->drain(d->svc, d->drain_ms);
   uv_stop(&d->loop);
+}
+
+static void on_tick(uv_timer_t *h);
+
+/* SIGHUP: re-read the config, apply what can change while serving, say
+ * what changed and what needs a restart. A config that no longer loads
+ * changes nothing. */
+static void on_hup(uv_signal_t *h, int signum) {
+  tf_daemon *d = h->data;
+  (void)signum;
+  if (d->stopping || d->spec == NULL || d->config_path == NULL) {
+    tf_log(LOG_NOTICE, "received SIGHUP%s: nothing to reload",
+           d->stopping ? " while draining" : "");
+    return;
+  }
+  tf_notify("RELOADING=1");
+  tf_status st;
+  tf_status_init(&st);
+  tf_cluster_spec *fresh = NULL;
+  if (tf_cluster_spec_load(d->config_path, &fresh, &st) != TF_OK) {
+    tf_log(LOG_ERR, "received SIGHUP: cannot reload: %s; the running configuration is kept",
+           st.msg);
+    tf_notify("READY=1");
+    return;
+  }
+  char applied[1024], restart[512];
+  int64_t hb = d->spec->heartbeat_ms;
+  tf_cluster_spec_reload(d->spec, fresh, d->keep_log_level, applied, sizeof applied, restart,
+                         sizeof restart);
+  tf_cluster_spec_free(fresh);
+  if (!d->keep_log_level) tf_log_set_level(d->spec->log_level);
+  if (d->tick_is_heartbeat && d->spec->heartbeat_ms != hb) {
+    uint64_t period = (uint64_t)d->spec->heartbeat_ms;
+    uv_timer_start(&d->tick_timer, on_tick, period, period);
+  }
+  tf_log(LOG_NOTICE, "received SIGHUP: reloaded %s: %s", d->config_path,
+         applied[0] != '\0' ? applied : "nothing to change");
+  if (restart[0] != '\0') {
+    tf_log(LOG_WARNING, "%s also changes %s: a restart applies them; until then the "
+           "running values stay", d->config_path, restart);
+  }
+  tf_notify("READY=1");
 }
 
 static void on_tick(uv_timer_t *h) {
@@ -152,6 +226,23 @@ static void close_all(uv_handle_t *h, void *arg) {
   }
 }
 
+/* Writes our pid to path unless it names another live tf daemon. */
+static int claim_pid_file(const char *path) {
+  pid_t other = tf_pidfile_read(path);
+  if (other > 0 && other != getpid() && tf_pid_alive(other) && tf_pid_runs(other, "tf")) {
+    tf_log(LOG_ERR, "pid file %s names pid %ld, a running tf daemon: not starting a "
+           "second one", path, (long)other);
+    return -1;
+  }
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_pidfile_write(path, getpid(), &st) != TF_OK) {
+    tf_log(LOG_ERR, "%s", st.msg);
+    return -1;
+  }
+  return 0;
+}
+
 int tf_daemon_run(tf_daemon *d) {
   int rc = uv_loop_init(&d->loop);
   if (rc != 0) {
@@ -159,12 +250,19 @@ int tf_daemon_run(tf_daemon *d) {
     d->free(d->svc);
     return 1;
   }
-  d->sig_term.data = d->sig_int.data = d->tick_timer.data = d;
+  if (d->pid_file != NULL && claim_pid_file(d->pid_file) != 0) {
+    d->free(d->svc);
+    uv_loop_close(&d->loop);
+    return 1;
+  }
+  d->sig_term.data = d->sig_int.data = d->sig_hup.data = d->tick_timer.data = d;
   d->watchdog_timer.data = d;
   uv_signal_init(&d->loop, &d->sig_term);
   uv_signal_init(&d->loop, &d->sig_int);
+  uv_signal_init(&d->loop, &d->sig_hup);
   uv_signal_start(&d->sig_term, on_signal, SIGTERM);
   uv_signal_start(&d->sig_int, on_signal, SIGINT);
+  uv_signal_start(&d->sig_hup, on_hup, SIGHUP);
   uv_timer_init(&d->loop, &d->tick_timer);
   d->drained.data = d;
   uv_async_init(&d->loop, &d->drained, on_drained);
@@ -194,7 +292,11 @@ int tf_daemon_run(tf_daemon *d) {
   uv_run(&d->loop, UV_RUN_DEFAULT);
   signal(SIGTERM, SIG_IGN);
   signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
   uv_loop_close(&d->loop);
+  if (d->pid_file != NULL && tf_pidfile_read(d->pid_file) == getpid()) {
+    unlink(d->pid_file);
+  }
   tf_log(LOG_NOTICE, "stopped");
   return 0;
 }
@@ -206,6 +308,8 @@ void tf_daemon_tune_memory(void) {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }
+
+void tf_daemon_setup_log(void) { tf_log_set_timestamps(!tf_log_stderr_is_journal()); }
 
 tf_cluster_spec *tf_daemon_load_spec(const char *path) {
   tf_status st;

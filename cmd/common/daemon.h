@@ -1,8 +1,10 @@
 /* daemon.h: what tfmaster and tfworker share (daemon.c): flag parsing,
  * loading the cluster spec,
  * and the libuv loop that runs a started service: a housekeeping timer,
- * SIGTERM/SIGINT -> drain and exit 0, READY=1 / STOPPING=1 / WATCHDOG=1 to
- * the service manager (cmd/common/notify.h). The drain runs on a thread
+ * SIGTERM/SIGINT -> drain and exit 0, SIGHUP -> re-read the config and
+ * apply what can change while serving (cluster_spec_reload.h), the pid
+ * file, READY=1 / RELOADING=1 / STOPPING=1 / WATCHDOG=1 to the service
+ * manager (cmd/common/notify.h). The drain runs on a thread
  * so the loop (and the watchdog) keep running; a second SIGTERM/SIGINT
  * while draining exits at once. Exit codes: 0 after a clean stop, 1 for a
  * bad config or a failed start, 2 for bad usage, 3 after a second signal
@@ -27,12 +29,21 @@ typedef struct tf_daemon_args {
   const char *job;  /* tfworker only */
   int task;         /* tfworker only; -1 unset */
   int log_level;    /* -1: the spec's */
+  const char *pid_file; /* NULL: none */
+  char instance_job[64]; /* --instance JOB-N: the job (job points here) */
 } tf_daemon_args;
 
 /* Parses a non-negative decimal int; false for anything else. */
 bool tf_daemon_parse_int(const char *s, int *out);
 
-/* Parses argv into a; with_task accepts (and requires) --job and --task.
+/* Splits a systemd instance name "JOB-N" (tfworker@ps-0) at its last '-'
+ * into job (copied into job, job_len bytes) and task. False, with a
+ * reason in why (why_len bytes), when it is not of that form. */
+bool tf_daemon_parse_instance(const char *s, char *job, size_t job_len, int *task,
+                              char *why, size_t why_len);
+
+/* Parses argv into a; with_task accepts (and requires) --job and --task,
+ * or --instance JOB-N instead of both. --pid-file FILE: both daemons.
  * Returns 0, or TF_EXIT_USAGE after printing one line and the usage. */
 int tf_daemon_parse_args(int argc, char **argv, bool with_task,
                          const char *usage, tf_daemon_args *a);
@@ -47,9 +58,17 @@ typedef struct tf_daemon {
   void (*free)(void *svc);
   int64_t drain_ms;
   char status[256];       /* STATUS= text once serving */
+  /* SIGHUP: the config re-read, the live spec its reloadable fields go
+   * to (the service reads them there), whether --log-level pinned the
+   * level, and whether the tick period is the spec's heartbeat_ms. */
+  const char *config_path;
+  tf_cluster_spec *spec;
+  bool keep_log_level;
+  bool tick_is_heartbeat;
+  const char *pid_file;   /* written before READY=1, removed at exit */
   /* private */
   uv_loop_t loop;
-  uv_signal_t sig_term, sig_int;
+  uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick_timer, watchdog_timer;
   uv_async_t drained;     /* the drain thread is done */
   pthread_t drain_thread;
@@ -58,8 +77,9 @@ typedef struct tf_daemon {
 } tf_daemon;
 
 /* Runs d's loop until SIGTERM/SIGINT, drains (d->drain, on a thread:
- * it must return within about drain_ms), frees d->svc. Returns the
- * process exit code (0; 1 if the loop could not be set up). */
+ * it must return within about d->spec->drain_ms, read at the signal),
+ * frees d->svc. Returns the process exit code (0; 1 if the loop could not
+ * be set up or the pid file names another live tf daemon). */
 int tf_daemon_run(tf_daemon *d);
 
 /* Keeps freed memory for reuse instead of returning it to the kernel, as
@@ -69,6 +89,9 @@ int tf_daemon_run(tf_daemon *d);
  * then stays at its peak size. TF_DAEMON_KEEP_MMAP=1 keeps glibc's
  * defaults. */
 void tf_daemon_tune_memory(void);
+
+/* Logs with timestamps unless stderr goes to journald. */
+void tf_daemon_setup_log(void);
 
 /* Loads the spec at path; on error logs one line and returns NULL. */
 tf_cluster_spec *tf_daemon_load_spec(const char *path);

@@ -33,7 +33,43 @@ char *tf_ctl_task_file(const char *run_dir, const char *job, int task, const cha
   return p;
 }
 
-static ctl_task *list_tasks(const tf_cluster_spec *s, const char *dir, int *n_out) {
+tf_code tf_ctl_parse_task(const tf_cluster_spec *s, const char *text, char *job, size_t job_len,
+                          int *task, tf_status *st) {
+  const char *p = text, *num = NULL;
+  size_t n = 0;
+  if (strncmp(p, "/job:", 5) == 0) {
+    p += 5;
+    const char *slash = strchr(p, '/');
+    n = slash != NULL ? (size_t)(slash - p) : 0;
+    num = slash == NULL ? NULL
+          : strncmp(slash, "/replica:0/task:", 16) == 0 ? slash + 16
+          : strncmp(slash, "/task:", 6) == 0 ? slash + 6 : NULL;
+  } else {
+    const char *sep = strrchr(p, ':') != NULL ? strrchr(p, ':') : strrchr(p, '-');
+    n = sep != NULL ? (size_t)(sep - p) : 0;
+    num = sep != NULL ? sep + 1 : NULL;
+  }
+  char *end = NULL;
+  long v = num != NULL && *num >= '0' && *num <= '9' ? strtol(num, &end, 10) : -1;
+  if (n == 0 || v < 0 || v > INT_MAX || *end != '\0') {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "expected a task as /job:NAME/task:N, "
+                         "NAME:N or NAME-N, got '%.100s'", text);
+  }
+  if (n >= job_len) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "job name in '%.100s' is too long", text);
+  }
+  memcpy(job, p, n);
+  job[n] = '\0';
+  *task = (int)v;
+  return tf_cluster_spec_check_task(s, job, *task, st);
+}
+
+static bool wanted(const tf_ctl_cluster_opts *o, const char *job, int task) {
+  return o->only_job == NULL || (strcmp(o->only_job, job) == 0 && o->only_task == task);
+}
+
+static ctl_task *list_tasks(const tf_ctl_cluster_opts *o, const char *dir, int *n_out) {
+  const tf_cluster_spec *s = o->spec;
   int n = 0;
   for (int j = 0; j < s->n_jobs; j++) {
     n += s->jobs[j].n_tasks;
@@ -41,15 +77,17 @@ static ctl_task *list_tasks(const tf_cluster_spec *s, const char *dir, int *n_ou
   ctl_task *ts = calloc(n > 0 ? (size_t)n : 1, sizeof *ts);
   int k = 0;
   for (int j = 0; j < s->n_jobs; j++) {
-    for (int t = 0; t < s->jobs[j].n_tasks; t++, k++) {
+    for (int t = 0; t < s->jobs[j].n_tasks; t++) {
+      if (!wanted(o, s->jobs[j].name, t)) continue;
       ts[k].job = s->jobs[j].name;
       ts[k].task = t;
       ts[k].url = tf_cluster_task_url(s, ts[k].job, t);
       ts[k].log = tf_ctl_task_file(dir, ts[k].job, t, "log");
       ts[k].pidf = tf_ctl_task_file(dir, ts[k].job, t, "pid");
+      k++;
     }
   }
-  *n_out = n;
+  *n_out = k;
   return ts;
 }
 
@@ -75,8 +113,8 @@ static void append_task(char *buf, size_t size, const ctl_task *t, const char *e
 static tf_code check_not_running(ctl_task *ts, int n, tf_status *st) {
   char msg[TF_STATUS_MSG_MAX] = "";
   for (int i = 0; i < n; i++) {
-    pid_t pid = tf_ctl_pidfile_read(ts[i].pidf);
-    if (pid > 0 && tf_ctl_pid_alive(pid) && tf_ctl_pid_runs(pid, "tf")) {
+    pid_t pid = tf_pidfile_read(ts[i].pidf);
+    if (pid > 0 && tf_pid_alive(pid) && tf_pid_runs(pid, "tf")) {
       char extra[PATH_MAX + 64];
       snprintf(extra, sizeof extra, " (pid %ld, %s)", (long)pid, ts[i].pidf);
       append_task(msg, sizeof msg, &ts[i], extra);
@@ -107,7 +145,7 @@ static tf_code start_task(ctl_task *t, const char *config, tf_status *st) {
   if (code != TF_OK) {
     return tf_status_prefix(st, "/job:%s/task:%d", t->job, t->task);
   }
-  return tf_ctl_pidfile_write(t->pidf, t->pid, st);
+  return tf_pidfile_write(t->pidf, t->pid, st);
 }
 
 /* Notes every task that has exited (reaping it); returns how many have. */
@@ -197,7 +235,11 @@ static void task_outcome(const ctl_task *t, char *buf, size_t n) {
   while (len > 0 && last[len - 1] == '\n') {
     last[--len] = '\0';
   }
-  const char *line = last; /* without the "<3>" priority tag */
+  const char *line = last; /* without the time stamp and the "<3>" priority tag */
+  if (strlen(line) > 25 && line[4] == '-' && line[10] == 'T' && line[23] == 'Z' &&
+      line[24] == ' ') {
+    line += 25;
+  }
   if (line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>') {
     line += 3;
   }
@@ -291,7 +333,7 @@ tf_code tf_ctl_cluster_up(const tf_ctl_cluster_opts *o, char **details, tf_statu
     return st->code;
   }
   int n = 0;
-  ctl_task *ts = list_tasks(o->spec, dir, &n);
+  ctl_task *ts = list_tasks(o, dir, &n);
   tf_code code = check_not_running(ts, n, st);
   for (int i = 0; i < n && code == TF_OK; i++) {
     code = start_task(&ts[i], config, st);
@@ -305,7 +347,8 @@ tf_code tf_ctl_cluster_up(const tf_ctl_cluster_opts *o, char **details, tf_statu
     }
   } else if (!wait_ready(ts, n, deadline)) {
     code = fail_up(ts, n, timeout_ms, details, st);
-  } else if (!wait_master_view(o->spec, deadline) || reap_exited(ts, n) > 0) {
+  } else if (o->only_job == NULL &&
+             (!wait_master_view(o->spec, deadline) || reap_exited(ts, n) > 0)) {
     bool exited = reap_exited(ts, n) > 0;
     for (int i = 0; i < n; i++) {
       ts[i].ready = strcmp(ts[i].job, "master") != 0;
@@ -326,25 +369,30 @@ tf_code tf_ctl_cluster_up(const tf_ctl_cluster_opts *o, char **details, tf_statu
 
 tf_code tf_ctl_cluster_down(const tf_ctl_cluster_opts *o, tf_status *st) {
   const char *dir = o->run_dir != NULL ? o->run_dir : o->spec->run_dir;
-  int n = 0;
-  ctl_task *ts = list_tasks(o->spec, dir, &n);
+  int n = 0, live = 0;
+  ctl_task *ts = list_tasks(o, dir, &n);
   for (int i = 0; i < n; i++) {
-    pid_t pid = tf_ctl_pidfile_read(ts[i].pidf);
-    if (pid > 0 && tf_ctl_pid_alive(pid) && tf_ctl_pid_runs(pid, "tf")) {
+    pid_t pid = tf_pidfile_read(ts[i].pidf);
+    if (pid > 0 && tf_pid_alive(pid) && tf_pid_runs(pid, "tf")) {
       ts[i].pid = pid;
       kill(pid, SIGTERM);
+      live++;
     }
+  }
+  if (live == 0 && o->out != NULL) {
+    fprintf(o->out, "nothing running under %s (no pid file there names a live daemon)\n",
+            dir);
   }
   int64_t deadline = tf_ctl_now_ms() + o->spec->drain_ms + 2000;
   char survivors[TF_STATUS_MSG_MAX] = "";
   for (int i = 0; i < n; i++) {
     ctl_task *t = &ts[i];
-    while (t->pid > 0 && tf_ctl_pid_alive(t->pid) && tf_ctl_now_ms() < deadline) {
+    while (t->pid > 0 && tf_pid_alive(t->pid) && tf_ctl_now_ms() < deadline) {
       tf_ctl_reap(t->pid);
       tf_ctl_sleep_ms(20);
     }
     bool killed = false;
-    if (t->pid > 0 && tf_ctl_pid_alive(t->pid)) {
+    if (t->pid > 0 && tf_pid_alive(t->pid)) {
       killed = true;
       if (tf_ctl_stop_pid(t->pid, SIGKILL, 2000) < 0) {
         char extra[32];

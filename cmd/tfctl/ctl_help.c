@@ -12,8 +12,9 @@ static const char *const global_text =
     "  devices                         the cluster's devices\n"
     "  run GRAPH --fetch NAME:0 ... [--feed NAME=FILE.npy ...] [--target NAME ...] [--out DIR]\n"
     "  graph GRAPH [--format yaml|dot] [--placed]\n"
-    "  cluster up (-c CONFIG | CONFIG) [--run-dir DIR] [--timeout-ms N]\n"
-    "  cluster down (-c CONFIG | CONFIG) [--run-dir DIR]\n"
+    "  cluster up (-c CONFIG | CONFIG) [--only TASK] [--run-dir DIR] [--timeout-ms N]\n"
+    "  cluster down (-c CONFIG | CONFIG) [--only TASK] [--run-dir DIR]\n"
+    "  cluster restart (-c CONFIG | CONFIG) TASK [--run-dir DIR]\n"
     "  submit JOB.yaml                 start a training job; prints its id on the last line\n"
     "  jobs                            the master's jobs: id, name, state, step, loss, time\n"
     "  status JOB [--follow]           a job's progress and metrics; --follow: until it ends\n"
@@ -63,12 +64,16 @@ static const ctl_help_entry entries[] = {
      "Prints GRAPH as YAML (default) or Graphviz dot; with --placed, placed on\n"
      "the cluster's devices (needs -c or -m).\n"},
     {"cluster",
-     "usage: tfctl cluster up (-c CONFIG | CONFIG) [--run-dir DIR] [--timeout-ms N]\n"
-     "       tfctl cluster down (-c CONFIG | CONFIG) [--run-dir DIR]\n"
+     "usage: tfctl cluster up (-c CONFIG | CONFIG) [--only TASK] [--run-dir DIR]\n"
+     "                        [--timeout-ms N]\n"
+     "       tfctl cluster down (-c CONFIG | CONFIG) [--only TASK] [--run-dir DIR]\n"
+     "       tfctl cluster restart (-c CONFIG | CONFIG) TASK [--run-dir DIR]\n"
      "Starts (up) or stops (down) a local development cluster: every task of\n"
-     "CONFIG whose address is on this machine, as tfmaster and tfworker\n"
-     "processes with their logs and pid files under DIR (default: the spec's\n"
-     "run_dir). up waits until every task answers (--timeout-ms).\n"},
+     "CONFIG, as tfmaster and tfworker processes with their logs and pid files\n"
+     "under DIR (default: the spec's run_dir; a relative run_dir is relative to\n"
+     "CONFIG's directory). up waits until every task answers (--timeout-ms).\n"
+     "--only TASK, and restart (down, then up), act on one task, named\n"
+     "/job:worker/task:1, worker:1 or worker-1.\n"},
     {"submit",
      "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] submit JOB.yaml\n"
      "Sends the job spec JOB.yaml (docs/jobs.md; at most 1 MiB) to the master,\n"

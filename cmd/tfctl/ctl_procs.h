@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cmd/common/pidfile.h"
 #include "tf/status.h"
 
 /* CLOCK_MONOTONIC in milliseconds. */
@@ -35,16 +36,6 @@ typedef struct tf_ctl_spawn_opts {
  * failed. */
 tf_code tf_ctl_spawn(char *const argv[], const tf_ctl_spawn_opts *o, pid_t *pid,
                      tf_status *st);
-
-/* Whether pid is a running process (zombies count as gone). */
-bool tf_ctl_pid_alive(pid_t pid);
-/* Whether pid runs a program whose file name starts with prefix. */
-bool tf_ctl_pid_runs(pid_t pid, const char *prefix);
-
-/* Writes pid to path (temp file + rename); errors name the path. */
-tf_code tf_ctl_pidfile_write(const char *path, pid_t pid, tf_status *st);
-/* The pid in path, or 0 when absent or malformed. */
-pid_t tf_ctl_pidfile_read(const char *path);
 
 /* If pid is our child and has exited: reaps it and returns its wait
  * status; else -1 (still running, or not our child). */

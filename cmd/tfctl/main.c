@@ -38,6 +38,7 @@ enum { CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
 /* The command line. */
 typedef struct ctl_args {
   const char *config, *master, *timeout_str, *out_dir, *format, *run_dir;
+  const char *only; /* cluster --only TASK */
   const char *steps_str; /* -n */
   const char *export_name, *export_file; /* inspect's --export NAME FILE */
   const char **pos, **feeds, **fetches, **targets;
@@ -70,7 +71,7 @@ static int ctl_fail(int code, const char *fmt, ...) {
 
 static const char *const value_opts[] = {"-c", "--config", "-m", "--master", "--timeout-ms",
                                          "--feed", "--fetch", "--target", "--out",
-                                         "--format", "--run-dir", "-n", NULL};
+                                         "--format", "--run-dir", "-n", "--only", NULL};
 
 static bool takes_value(const char *name) {
   for (int i = 0; value_opts[i] != NULL; i++) {
@@ -106,6 +107,8 @@ static bool set_opt(ctl_args *a, const char *name, const char *v) {
     a->format = v;
   } else if (strcmp(name, "--run-dir") == 0) {
     a->run_dir = v;
+  } else if (strcmp(name, "--only") == 0) {
+    a->only = v;
   } else if (strcmp(name, "--placed") == 0) {
     a->placed = true;
   } else if (strcmp(name, "-n") == 0) {
@@ -240,6 +243,9 @@ static int only_opts(const ctl_args *a, bool run_opts, bool graph_opts, bool run
   }
   if (!run_dir && a->run_dir) {
     return ctl_fail(CTL_EXIT_USAGE, "%s takes no --run-dir", a->pos[0]);
+  }
+  if (!run_dir && a->only) {
+    return ctl_fail(CTL_EXIT_USAGE, "%s takes no --only (cluster up and down do)", a->pos[0]);
   }
   if (a->export_name != NULL && strcmp(a->pos[0], "inspect") != 0) {
     return ctl_fail(CTL_EXIT_USAGE, "%s takes no --export (inspect does)", a->pos[0]);
@@ -654,20 +660,29 @@ static int cmd_graph(ctl_args *a) {
   return rc;
 }
 
+/* cluster up|down [--only TASK] (CONFIG as -c or the last positional),
+ * cluster restart TASK: down and up again for one task. */
 static int cmd_cluster(ctl_args *a) {
-  if (a->n_pos < 2 || a->n_pos > 3 ||
-      (strcmp(a->pos[1], "up") != 0 && strcmp(a->pos[1], "down") != 0)) {
-    return ctl_fail(CTL_EXIT_USAGE, "expected 'cluster up' or 'cluster down'");
+  const char *verb = a->n_pos >= 2 ? a->pos[1] : "";
+  bool up = strcmp(verb, "up") == 0, restart = strcmp(verb, "restart") == 0;
+  int max_pos = restart ? 4 : 3;
+  if (a->n_pos < (restart ? 3 : 2) || a->n_pos > max_pos ||
+      (!up && !restart && strcmp(verb, "down") != 0)) {
+    return ctl_fail(CTL_EXIT_USAGE, "expected 'cluster up', 'cluster down' or "
+                    "'cluster restart TASK'");
   }
-  bool up = strcmp(a->pos[1], "up") == 0;
-  if (a->n_pos == 3 && a->config == NULL) {
+  const char *only = restart ? a->pos[a->n_pos - 1] : a->only;
+  if (restart && a->only != NULL) {
+    return ctl_fail(CTL_EXIT_USAGE, "cluster restart takes its TASK, not --only");
+  }
+  if (a->n_pos == max_pos && a->config == NULL) {
     a->config = a->pos[2]; /* "tfctl cluster up conf/local.yaml" */
   }
-  if (a->config == NULL) {
-    return ctl_fail(CTL_EXIT_USAGE, "cluster %s needs -c CONFIG", a->pos[1]);
+  if (a->config == NULL || (a->n_pos == max_pos && a->config != a->pos[2])) {
+    return ctl_fail(CTL_EXIT_USAGE, "cluster %s needs one CONFIG (-c CONFIG or CONFIG)", verb);
   }
-  if (a->master != NULL || (!up && a->timeout_str != NULL)) {
-    return ctl_fail(CTL_EXIT_USAGE, "cluster %s takes no %s", a->pos[1],
+  if (a->master != NULL || (!up && !restart && a->timeout_str != NULL)) {
+    return ctl_fail(CTL_EXIT_USAGE, "cluster %s takes no %s", verb,
                     a->master != NULL ? "-m" : "--timeout-ms");
   }
   int rc = ctl_load_spec(a);
@@ -678,11 +693,20 @@ static int cmd_cluster(ctl_args *a) {
                            .timeout_ms = a->timeout_ms, .out = stdout};
   tf_status st;
   tf_status_init(&st);
+  char job[64];
+  if (only != NULL &&
+      tf_ctl_parse_task(a->spec, only, job, sizeof job, &o.only_task, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_USAGE, "cluster %s: %s", verb, st.msg);
+  }
+  o.only_job = only != NULL ? job : NULL;
   char *details = NULL;
   tf_code code = up ? tf_ctl_cluster_up(&o, &details, &st) : tf_ctl_cluster_down(&o, &st);
+  if (restart && code == TF_OK) {
+    code = tf_ctl_cluster_up(&o, &details, &st);
+  }
   fflush(stdout);
   if (code != TF_OK) {
-    rc = ctl_fail(CTL_EXIT_FAIL, "cluster %s: %s", a->pos[1], st.msg);
+    rc = ctl_fail(CTL_EXIT_FAIL, "cluster %s: %s", verb, st.msg);
     if (details != NULL && details[0] != '\0') {
       fprintf(stderr, "%s", details);
     }

@@ -29,7 +29,7 @@ _tfctl() {
     case $cmd in
       run) opts="$opts --fetch --feed --target --out" ;;
       graph) opts="$opts --format --placed" ;;
-      cluster) opts="-c --config --run-dir --timeout-ms -h --help" ;;
+      cluster) opts="-c --config --run-dir --timeout-ms --only -h --help" ;;
       status|logs) opts="$opts --follow" ;;
       step) opts="$opts -n" ;;
       inspect) opts="--export -h --help" ;;
@@ -40,7 +40,7 @@ _tfctl() {
   case $cmd in
     "") COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
-    cluster) COMPREPLY=($(compgen -W "up down" -- "$cur")) ;;
+    cluster) COMPREPLY=($(compgen -W "up down restart" -- "$cur")) ;;
     run|graph) COMPREPLY=($(compgen -f -X '!*.@(tfg|yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null ;;
     submit) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null ;;
     inspect) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null ;;

@@ -1,8 +1,9 @@
 /* tfmaster: the master task of a cluster spec.
- *   tfmaster --config FILE [--log-level L]
+ *   tfmaster --config FILE [--pid-file FILE] [--log-level L]
  * Serves the master service (lib/runtime/master.h) on the address of the
  * spec's one "master" task, runs health checks every
  * timeouts.heartbeat_ms, tells the service manager READY=1 once serving,
+ * on SIGHUP re-reads FILE and applies the timeouts and log level (daemon.h),
  * and on SIGTERM/SIGINT drains running steps (up to timeouts.drain_ms) and
  * exits 0. Exit 1: bad config or address not bindable; 2: usage. */
 #include <signal.h>
@@ -13,7 +14,7 @@
 #include "lib/runtime/master.h"
 
 static const char *usage =
-    "tfmaster --config FILE [--log-level err|warning|notice|info|debug]";
+    "tfmaster --config FILE [--pid-file FILE] [--log-level err|warning|notice|info|debug]";
 
 static void tick(void *svc) { tf_master_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_master_drain(svc, ms); }
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
   if (a.log_level >= 0) {
     tf_log_set_level(a.log_level);
   }
+  tf_daemon_setup_log();
   tf_daemon_tune_memory();
   tf_cluster_spec *spec = tf_daemon_load_spec(a.config);
   if (spec == NULL) {
@@ -47,7 +49,9 @@ int main(int argc, char **argv) {
   char *url = tf_cluster_task_url(spec, "master", 0);
   tf_daemon d = {.prog = "tfmaster", .svc = m, .tick = tick,
                  .tick_ms = spec->heartbeat_ms > 0 ? spec->heartbeat_ms : 500,
-                 .drain = drain, .free = release, .drain_ms = spec->drain_ms};
+                 .drain = drain, .free = release, .drain_ms = spec->drain_ms,
+                 .config_path = a.config, .spec = spec, .keep_log_level = a.log_level >= 0,
+                 .tick_is_heartbeat = true, .pid_file = a.pid_file};
   snprintf(d.status, sizeof d.status, "serving the master on %s", url ? url : "?");
   free(url);
   rc = tf_daemon_run(&d);

@@ -1,7 +1,9 @@
 /* tfworker: one task of a job (worker or ps) of a cluster spec.
- *   tfworker --config FILE --job NAME --task N [--log-level L]
+ *   tfworker --config FILE (--job NAME --task N | --instance NAME-N)
+ *            [--pid-file FILE] [--log-level L]
  * Serves the worker service (lib/runtime/worker.h) on the task's address
  * from the spec, tells the service manager READY=1 once serving, and on
+ * SIGHUP re-reads FILE and applies the timeouts and log level (daemon.h), on
  * SIGTERM/SIGINT drains running steps (up to timeouts.drain_ms) and exits
  * 0. Exit 1: bad config, unknown task, job "master" (tfmaster serves it)
  * or address not bindable; 2: usage. */
@@ -14,7 +16,8 @@
 #include "lib/runtime/worker.h"
 
 static const char *usage =
-    "tfworker --config FILE --job NAME --task N [--log-level err|warning|notice|info|debug]";
+    "tfworker --config FILE (--job NAME --task N | --instance NAME-N) [--pid-file FILE]\n"
+    "                [--log-level err|warning|notice|info|debug]";
 
 static void tick(void *svc) { tf_worker_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_worker_drain(svc, ms); }
@@ -33,6 +36,7 @@ int main(int argc, char **argv) {
   if (a.log_level >= 0) {
     tf_log_set_level(a.log_level);
   }
+  tf_daemon_setup_log();
   tf_daemon_tune_memory();
   tf_cluster_spec *spec = tf_daemon_load_spec(a.config);
   if (spec == NULL) {
@@ -53,7 +57,9 @@ int main(int argc, char **argv) {
   }
   char *url = tf_cluster_task_url(spec, a.job, a.task);
   tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
-                 .drain = drain, .free = release, .drain_ms = spec->drain_ms};
+                 .drain = drain, .free = release, .drain_ms = spec->drain_ms,
+                 .config_path = a.config, .spec = spec, .keep_log_level = a.log_level >= 0,
+                 .pid_file = a.pid_file};
   snprintf(d.status, sizeof d.status, "serving %s on %s (incarnation %016llx)",
            tf_worker_device_name(w), url ? url : "?",
            (unsigned long long)tf_worker_incarnation(w));

@@ -7,11 +7,13 @@
  * which ones are one endpoint: two tasks at one are refused. */
 #include "lib/runtime/cluster_spec.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "lib/core/serialize/serialize_util.h"
@@ -284,10 +286,9 @@ static tf_code parse_timeouts(ctx *c, const yaml_node_t *v) {
   /* rpc, heartbeat and down_after need time to pass; the rest may be 0. */
   static const long long lows[] = {1, 0, 0, 1, 1, 0, 0};
   tf_cluster_spec *s = c->s;
-  int64_t *dst[] = {&s->rpc_timeout_ms, &s->registration_timeout_ms,
-                    &s->step_timeout_ms, &s->heartbeat_ms,
-                    &s->down_after_ms,  &s->step_ttl_ms,
-                    &s->drain_ms};
+  int64_t val[] = {s->rpc_timeout_ms, s->registration_timeout_ms,
+                   s->step_timeout_ms, s->heartbeat_ms, s->down_after_ms,
+                   s->step_ttl_ms, s->drain_ms};
   yaml_node_t *f[7];
   TF_TRY(fields(c, v, "timeouts", "'timeouts'", names, 7, f));
   for (int k = 0; k < 7; k++) {
@@ -295,9 +296,16 @@ static tf_code parse_timeouts(ctx *c, const yaml_node_t *v) {
     snprintf(field, sizeof field, "timeouts.%s", names[k]);
     if (f[k] != NULL) {
       TF_TRY(int_of(c, f[k], field, lows[k], MS_MAX, " (milliseconds)",
-                    dst[k]));
+                    &val[k]));
     }
   }
+  s->rpc_timeout_ms = val[0];
+  s->registration_timeout_ms = val[1];
+  s->step_timeout_ms = val[2];
+  s->heartbeat_ms = val[3];
+  s->down_after_ms = val[4];
+  s->step_ttl_ms = val[5];
+  s->drain_ms = val[6];
   /* The master marks a task down after down_after_ms without an answer
    * and checks every heartbeat_ms: a period that long would mark healthy
    * tasks down between two checks. The defaults (500 < 3000) are fine, so
@@ -328,9 +336,9 @@ static tf_code parse_limits(ctx *c, const yaml_node_t *v) {
   tf_cluster_spec *s = c->s;
   int64_t pushed_mb = s->max_pushed_bytes >> 20, graphs = s->max_graphs,
           sessions = s->max_sessions, steps = s->max_steps,
-          conns = s->max_connections;
+          conns = s->max_connections, ttl = s->session_ttl_ms;
   int64_t *dst[] = {&pushed_mb, &graphs, &sessions, &steps, &conns,
-                    &s->idle_connection_ms, &s->session_ttl_ms};
+                    &s->idle_connection_ms, &ttl};
   yaml_node_t *f[7];
   TF_TRY(fields(c, v, "limits", "'limits'", names, 7, f));
   for (int k = 0; k < 7; k++) {
@@ -340,6 +348,7 @@ static tf_code parse_limits(ctx *c, const yaml_node_t *v) {
       TF_TRY(int_of(c, f[k], field, 1, highs[k], units[k], dst[k]));
     }
   }
+  s->session_ttl_ms = ttl;
   s->max_pushed_bytes = pushed_mb << 20;
   s->max_graphs = (int)graphs;
   s->max_sessions = (int)sessions;
@@ -399,6 +408,7 @@ static tf_code parse_string(ctx *c, int k, const yaml_node_t *v) {
     s->transport = tf__xstrdup(t);
   } else if (k == 4) {
     s->log_level = tf_log_parse_level(t);
+    s->log_level_set = true;
     if (s->log_level < 0) {
       return err(c, v, keys[k], "unknown log level '%.60s' (expected err, "
                  "warning, notice, info or debug)", t);
@@ -504,6 +514,26 @@ tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
   return TF_OK;
 }
 
+/* A relative directory in a spec file names a place beside the file, not
+ * in whatever directory the reader runs in: *dir becomes DIR/<*dir>
+ * where DIR is the directory of path as given (made absolute with the
+ * working directory; symbolic links are not followed). */
+static void anchor_dir(char **dir, const char *path) {
+  if (*dir == NULL || (*dir)[0] == '/') return;
+  const char *slash = strrchr(path, '/');
+  int n = slash != NULL ? (int)(slash - path) : 0;
+  char cwd[PATH_MAX] = "";
+  if (path[0] != '/' && getcwd(cwd, sizeof cwd) == NULL) return;
+  size_t len = strlen(cwd) + (size_t)n + strlen(*dir) + 4;
+  char *abs = malloc(len);
+  if (abs == NULL) return;
+  snprintf(abs, len, "%s%s%.*s%s%s", cwd, cwd[0] != '\0' && n > 0 ? "/" : "", n, path,
+           n > 0 || cwd[0] != '\0' ? "/" : "", *dir);
+  free(*dir);
+  *dir = tf__fold_path(abs);
+  free(abs);
+}
+
 tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
                              tf_status *st) {
   *out = NULL;
@@ -512,6 +542,10 @@ tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
   TF_TRY(tf__read_file(path, &text, &len, st));
   tf_code code = tf_cluster_spec_parse(text, len, path, out, st);
   free(text);
+  if (code == TF_OK) {
+    anchor_dir(&(*out)->run_dir, path);
+    anchor_dir(&(*out)->checkpoint_dir, path);
+  }
   return code;
 }
 

@@ -43,6 +43,7 @@
 #ifndef TF_RUNTIME_CLUSTER_SPEC_H
 #define TF_RUNTIME_CLUSTER_SPEC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tf/status.h"
@@ -59,8 +60,11 @@ typedef struct tf_cluster_spec {
   char *transport; /* "tcp" default */
   int n_jobs;
   tf_cluster_job *jobs; /* in declared order */
-  int64_t rpc_timeout_ms, registration_timeout_ms, step_timeout_ms;
-  int64_t heartbeat_ms, down_after_ms, step_ttl_ms, drain_ms;
+  /* The timeouts SIGHUP may change while the daemon runs (see
+   * tf_cluster_spec_reload) are atomics: plain reads load them. */
+  _Atomic int64_t rpc_timeout_ms, registration_timeout_ms, step_timeout_ms;
+  _Atomic int64_t heartbeat_ms, down_after_ms, drain_ms;
+  int64_t step_ttl_ms;
   int64_t max_message_bytes; /* > 0 */
   /* limits: (each > 0) */
   int64_t max_pushed_bytes;  /* pushed to a worker and not yet received */
@@ -69,12 +73,13 @@ typedef struct tf_cluster_spec {
   int max_steps;             /* in flight on one task */
   int max_connections;       /* open to one daemon */
   int64_t idle_connection_ms;
-  int64_t session_ttl_ms;    /* without keep-alive, a session ends */
+  _Atomic int64_t session_ttl_ms; /* without keep-alive, a session ends */
   int inter_op_threads;      /* 0: CPUs */
   int rpc_threads;           /* default 16 */
   char *checkpoint_dir;      /* NULL if unset */
   char *run_dir;             /* default "run/<name>" */
   int log_level;             /* syslog priority, default LOG_INFO */
+  bool log_level_set;        /* log_level was written in the file */
 } tf_cluster_spec;
 
 tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,

@@ -185,8 +185,7 @@ bool tf__cluster_addr_check(const char *transport, const char *addr,
 
 /* ---- endpoints ----------------------------------------------------------- */
 
-/* path with '.', '..' and repeated '/' folded lexically; malloc'd. */
-static char *fold_path(const char *path) {
+char *tf__fold_path(const char *path) {
   bool absolute = path[0] == '/';
   char *copy = tf__xstrdup(path), *save = NULL;
   size_t len = strlen(path);
@@ -309,7 +308,7 @@ void tf__cluster_endpoints(const char *transport, const char *const *addrs,
   if (strcmp(transport, "ipc") == 0 || strcmp(transport, "inproc") == 0) {
     bool ipc = transport[0] == 'i' && transport[1] == 'p';
     for (int i = 0; i < n; i++) {
-      char *folded = ipc ? fold_path(addrs[i]) : NULL;
+      char *folded = ipc ? tf__fold_path(addrs[i]) : NULL;
       out[i] = single(ipc ? tf__xasprintf("socket '%s'", folded)
                           : tf__xasprintf("inproc name '%s'", addrs[i]));
       free(folded);

@@ -46,4 +46,8 @@ void tf__cluster_endpoints_free(char **list);
 /* The first description lists a and b share, or NULL. */
 const char *tf__cluster_endpoints_shared(char *const *a, char *const *b);
 
+/* path with '.', '..' and repeated '/' folded lexically (a relative path
+ * stays relative and may keep leading ".."); malloc'd. */
+char *tf__fold_path(const char *path);
+
 #endif

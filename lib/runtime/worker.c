@@ -220,6 +220,12 @@ static nng_msg *small_method(tf_worker *w, const tf_wire_msg *req, tf_status *st
 static void handle(void *arg, struct tf_rpc_call *call) {
   tf_worker *w = arg;
   const tf_wire_msg *req = tf_rpc_call_request(call);
+  if (tf_log_level() >= LOG_DEBUG) {
+    tf_log(LOG_DEBUG, "%s from %s (session %016" PRIx64 ", step %" PRIu64 ")",
+           tf_method_name(req->h.method),
+           req->h.from != NULL && req->h.from[0] != '\0' ? req->h.from : "a client",
+           req->h.session, req->h.step_id);
+  }
   tf__wk_owner_seen(w, req);
   if (req->h.method == TF_M_RUN_GRAPH) {
     tf__wk_run_graph(w, call);

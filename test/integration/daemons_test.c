@@ -5,7 +5,11 @@
  * heartbeat_ms >= down_after_ms included), and malformed or truncated
  * messages (valid NNG framing with garbage inside, or raw TCP garbage)
  * get an INVALID_ARGUMENT reply or a dropped connection while the daemon
- * keeps answering. */
+ * keeps answering. SIGHUP re-reads the config: the log level and timeouts
+ * apply at once (RELOADING=1, then READY=1), a changed task list is
+ * reported as needing a restart, a broken file changes nothing;
+ * --instance JOB-N and --pid-file (written while serving, removed at
+ * exit). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <nng/nng.h>
@@ -90,6 +94,96 @@ START_TEST(test_ready_notify_and_sigterm) {
   TH_REQUIRE(c, strstr(log, "<5>tfworker /job:ps/task:0: received SIGTERM") != NULL,
              "log lacks the SIGTERM notice with its priority prefix:\n%s", log);
   free(log);
+  th_cluster_free(c);
+}
+END_TEST
+
+/* The file's text until EOF, malloc'd ("" when unreadable). */
+static char *slurp(const char *path) { return tf_ctl_file_tail(path, 1000, ""); }
+
+/* text with its first from replaced by to, malloc'd; NULL without from. */
+static char *replaced(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  if (at == NULL) return NULL;
+  size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+  return out;
+}
+
+/* Waits up to timeout_ms for text to appear in the log at path. */
+static bool log_has(const char *path, const char *text, int64_t timeout_ms) {
+  int64_t deadline = tf_ctl_now_ms() + timeout_ms;
+  for (;;) {
+    char *log = slurp(path);
+    bool found = strstr(log, text) != NULL;
+    free(log);
+    if (found || tf_ctl_now_ms() >= deadline) return found;
+    tf_ctl_sleep_ms(20);
+  }
+}
+
+START_TEST(test_sighup_reload_pid_file_instance) {
+  th_opts o = th_default_opts();
+  o.n_workers = 1;
+  th_cluster *c = th_cluster_new(&o);
+  th_task *w = th_task_get(c, "worker", 0);
+  char sock[400], env[420], pidf[400];
+  snprintf(sock, sizeof sock, "%s/notify-hup.sock", c->dir);
+  snprintf(env, sizeof env, "NOTIFY_SOCKET=%s", sock);
+  snprintf(pidf, sizeof pidf, "%s/worker.pid", c->dir);
+  int fd = notify_listen(sock);
+  char *prog = th_bin("tfworker");
+  char *argv[] = {prog, "--config", c->config, "--instance", "worker-0", "--pid-file", pidf,
+                  NULL};
+  const char *envs[] = {env, NULL};
+  tf_ctl_spawn_opts so = {.log_path = w->log, .env = envs, .die_with_parent = true};
+  tf_status st;
+  tf_status_init(&st);
+  TH_REQUIRE(c, tf_ctl_spawn(argv, &so, &w->pid, &st) == TF_OK, "%s", st.msg);
+  char msg[512];
+  notify_recv(fd, msg, sizeof msg, 10000);
+  TH_REQUIRE(c, strstr(msg, "READY=1") != NULL, "got '%s', not READY=1", msg);
+  TH_REQUIRE(c, tf_pidfile_read(pidf) == w->pid, "pid file %s holds %ld, want %ld", pidf,
+             (long)tf_pidfile_read(pidf), (long)w->pid);
+  TH_REQUIRE(c, th_wait_task(c, w, 5000), "--instance worker-0 does not serve worker 0");
+  /* Debug level, a shorter rpc_ms and a changed thread count (restart). */
+  char *text = slurp(c->config);
+  char *t2 = replaced(text, "log_level: info", "log_level: debug");
+  char *t3 = t2 != NULL ? replaced(t2, "rpc_ms: 5000", "rpc_ms: 4000") : NULL;
+  char *t4 = t3 != NULL ? replaced(t3, "rpc: 4", "rpc: 3") : NULL;
+  TH_REQUIRE(c, t4 != NULL, "the harness' config changed shape:\n%s", text);
+  free(th_write_file(c, "cluster.yaml", t4));
+  free(text);
+  free(t2);
+  free(t3);
+  free(t4);
+  kill(w->pid, SIGHUP);
+  notify_recv(fd, msg, sizeof msg, 5000);
+  TH_REQUIRE(c, strstr(msg, "RELOADING=1") != NULL, "after SIGHUP got '%s'", msg);
+  notify_recv(fd, msg, sizeof msg, 5000);
+  TH_REQUIRE(c, strstr(msg, "READY=1") != NULL, "after the reload got '%s'", msg);
+  TH_REQUIRE(c, log_has(w->log, "reloaded ", 3000) &&
+                log_has(w->log, "log_level info -> debug, timeouts.rpc_ms 5000 -> 4000", 10),
+             "no reload line naming the changes");
+  TH_REQUIRE(c, log_has(w->log, "also changes threads.rpc: a restart applies them", 10),
+             "the restart-only change is not reported");
+  TH_REQUIRE(c, tf_ctl_answers(w->url, 2000), "worker does not answer after SIGHUP");
+  TH_REQUIRE(c, log_has(w->log, "<7>tfworker /job:worker/task:0: GetStatus from ", 3000),
+             "debug level did not apply: no debug line for GetStatus");
+  /* A broken file: logged, nothing changes, still serving. */
+  free(th_write_file(c, "cluster.yaml", "jobs: [\n"));
+  kill(w->pid, SIGHUP);
+  TH_REQUIRE(c, log_has(w->log, "cannot reload: ", 3000) &&
+                log_has(w->log, "the running configuration is kept", 10),
+             "a broken config on SIGHUP is not reported");
+  TH_REQUIRE(c, tf_ctl_answers(w->url, 2000), "worker does not answer after a bad SIGHUP");
+  int status = th_stop_task(w, SIGTERM, 5000);
+  TH_REQUIRE(c, status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+             "wait status %d after SIGTERM", status);
+  TH_REQUIRE(c, access(pidf, F_OK) != 0, "pid file %s left after exit", pidf);
+  close(fd);
+  free(prog);
   th_cluster_free(c);
 }
 END_TEST
@@ -334,6 +428,7 @@ Suite *tt_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_ready_notify_and_sigterm);
   tcase_add_test(tc, test_port_in_use);
+  tcase_add_test(tc, test_sighup_reload_pid_file_instance);
   tcase_add_test(tc, test_bad_config_and_flags);
   tcase_add_test(tc, test_malformed_messages);
   suite_add_tcase(s, tc);

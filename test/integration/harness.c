@@ -161,8 +161,8 @@ static void kill_pidfiles(th_cluster *c) {
     }
     char path[600];
     snprintf(path, sizeof path, "%s/%s", c->run_dir, e->d_name);
-    pid_t pid = tf_ctl_pidfile_read(path);
-    if (pid > 0 && tf_ctl_pid_alive(pid) && tf_ctl_pid_runs(pid, "tf")) {
+    pid_t pid = tf_pidfile_read(path);
+    if (pid > 0 && tf_pid_alive(pid) && tf_pid_runs(pid, "tf")) {
       tf_ctl_stop_pid(pid, SIGKILL, 2000);
     }
   }

@@ -22,6 +22,7 @@
 
 #include "cmd/tfctl/ctl_client.h"
 #include "cmd/tfctl/ctl_procs.h"
+#include "lib/core/base/util.h"
 #include "test/integration/harness.h"
 #include "test/unit/testutil.h"
 #include "tf/serialize.h"
@@ -95,7 +96,7 @@ START_TEST(test_cluster_up_health_down) {
 
   char pidf[400];
   snprintf(pidf, sizeof pidf, "%s/worker-1.pid", c->run_dir);
-  pid_t victim = tf_ctl_pidfile_read(pidf);
+  pid_t victim = tf_pidfile_read(pidf);
   TH_REQUIRE(c, victim > 0, "no pid in %s", pidf);
   tf_ctl_stop_pid(victim, SIGKILL, 2000);
   int64_t deadline = tf_ctl_now_ms() + c->o.down_after_ms + 5000;
@@ -113,10 +114,52 @@ START_TEST(test_cluster_up_health_down) {
              "health after the kill:\n%s", out);
   free(out), free(err);
 
-  rc = tfctl(c, &out, &err, "cluster", "down", "-c", c->config, NULL);
+  /* restart brings the one task back; the master sees it at its next
+   * health check. */
+  rc = tfctl(c, &out, &err, "-c", c->config, "cluster", "restart", "worker-1", NULL);
+  TH_REQUIRE(c, rc == 0 && count_lines(out, "started /job:worker/task:1 ") == 1 &&
+                    count_lines(out, "started") == 1,
+             "cluster restart: exit %d:\n%s%s", rc, out, err);
+  free(out), free(err);
+  deadline = tf_ctl_now_ms() + c->o.down_after_ms + 5000;
+  do {
+    tf_ctl_sleep_ms(100);
+    rc = tfctl(c, &out, &err, "-c", c->config, "health", NULL);
+    if (rc != 0) {
+      free(out), free(err);
+    }
+  } while (rc != 0 && tf_ctl_now_ms() < deadline);
+  TH_REQUIRE(c, rc == 0 && count_lines(out, " up ") == 4, "health after the restart:\n%s",
+             out);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "cluster", "restart", c->config, "/job:worker/task:9", NULL);
+  TH_REQUIRE(c, rc == 2 && strstr(err, "no task /job:worker/task:9") != NULL,
+             "restart of a task the spec lacks: exit %d: %s", rc, err);
+  free(out), free(err);
+
+  /* A relative run_dir is relative to the config file, wherever tfctl
+   * runs: the same spec with run_dir "run" finds the pid files. */
+  char *text = tf_ctl_file_tail(c->config, 1000, "");
+  char *at = strstr(text, "run_dir: ");
+  TH_REQUIRE(c, at != NULL, "no run_dir in the config");
+  char *eol = strchr(at, '\n');
+  char *rel = tf__xasprintf("%.*srun_dir: run%s", (int)(at - text), text, eol);
+  char *rel_config = th_write_file(c, "relative.yaml", rel);
+  free(text), free(rel);
+  rc = tfctl(c, &out, &err, "cluster", "down", "--only", "/job:ps/task:0", rel_config, NULL);
+  TH_REQUIRE(c, rc == 0 && count_lines(out, "stopped /job:ps/task:0 ") == 1 &&
+                    count_lines(out, "stopped") == 1,
+             "cluster down --only: exit %d:\n%s%s", rc, out, err);
+  free(out), free(err);
+  rc = tfctl(c, &out, &err, "cluster", "down", "-c", rel_config, NULL);
   TH_REQUIRE(c, rc == 0, "cluster down: exit %d: %s", rc, err);
   TH_REQUIRE(c, count_lines(out, "stopped /job:") == 3, "cluster down said:\n%s", out);
   free(out), free(err);
+  rc = tfctl(c, &out, &err, "cluster", "down", "-c", rel_config, NULL);
+  TH_REQUIRE(c, rc == 0 && strstr(out, "nothing running under ") != NULL,
+             "cluster down of a stopped cluster: exit %d:\n%s%s", rc, out, err);
+  free(out), free(err);
+  free(rel_config);
   for (int i = 0; i < c->n_tasks; i++) {
     char path[400];
     snprintf(path, sizeof path, "%s/%s-%d.pid", c->run_dir, c->tasks[i].job, c->tasks[i].task);

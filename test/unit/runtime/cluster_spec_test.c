@@ -65,8 +65,13 @@ START_TEST(test_local_yaml) {
   ck_assert_int_eq(s->session_ttl_ms, 60000);
   ck_assert_int_eq(s->inter_op_threads, 0);
   ck_assert_int_eq(s->rpc_threads, 16);
-  ck_assert_str_eq(s->checkpoint_dir, "run/local/checkpoints");
-  ck_assert_str_eq(s->run_dir, "run/local");
+  /* Relative directories are relative to the file's own directory. */
+  char cwd[4096], want[4200];
+  ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+  snprintf(want, sizeof want, "%s/run/local/checkpoints", cwd);
+  ck_assert_str_eq(s->checkpoint_dir, want);
+  snprintf(want, sizeof want, "%s/run/local", cwd);
+  ck_assert_str_eq(s->run_dir, want);
   ck_assert_int_eq(s->log_level, LOG_INFO);
   char *url = tf_cluster_task_url(s, "worker", 1);
   ck_assert_str_eq(url, "tcp://127.0.0.1:7073");

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/runtime/log.h"
@@ -158,6 +160,43 @@ START_TEST(long_message_truncated) {
 }
 END_TEST
 
+/* With timestamps: "YYYY-MM-DDTHH:MM:SS.mmmZ " (UTC, now) before the
+ * priority; journald is recognised only by stderr's own device:inode. */
+START_TEST(timestamps_and_journal) {
+  tf_log_set_name("tfmaster /job:master/task:0");
+  tf_log_set_timestamps(1);
+  time_t before = time(NULL);
+  capture c;
+  cap_begin(&c);
+  tf_log(LOG_NOTICE, "ready");
+  char *out = cap_end(&c, NULL);
+  tf_log_set_timestamps(0);
+  ck_assert_str_eq(out + 25, "<5>tfmaster /job:master/task:0: ready\n");
+  struct tm tm = {0};
+  char *end = strptime(out, "%Y-%m-%dT%H:%M:%S", &tm);
+  ck_assert_ptr_nonnull(end);
+  ck_assert_msg(end[0] == '.' && end[4] == 'Z' && end[5] == ' ', "%s", out);
+  time_t t = timegm(&tm);
+  ck_assert_int_le(labs((long)(t - before)), 2);
+  free(out);
+  struct stat sb;
+  ck_assert_int_eq(fstat(STDERR_FILENO, &sb), 0);
+  char js[64];
+  snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)sb.st_dev,
+           (unsigned long long)sb.st_ino);
+  setenv("JOURNAL_STREAM", js, 1);
+  ck_assert_int_eq(tf_log_stderr_is_journal(), 1);
+  snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)sb.st_dev,
+           (unsigned long long)sb.st_ino + 1);
+  setenv("JOURNAL_STREAM", js, 1);
+  ck_assert_int_eq(tf_log_stderr_is_journal(), 0);
+  setenv("JOURNAL_STREAM", "garbage", 1);
+  ck_assert_int_eq(tf_log_stderr_is_journal(), 0);
+  unsetenv("JOURNAL_STREAM");
+  ck_assert_int_eq(tf_log_stderr_is_journal(), 0);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("log");
   TCase *tc = tcase_create("log");
@@ -166,6 +205,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, level_filtering);
   tcase_add_test(tc, parse_level_names);
   tcase_add_test(tc, long_message_truncated);
+  tcase_add_test(tc, timestamps_and_journal);
   suite_add_tcase(s, tc);
   return s;
 }

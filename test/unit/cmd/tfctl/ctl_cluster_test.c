@@ -100,7 +100,7 @@ static pid_t fake_tf(const char *name, bool stubborn) {
     _exit(127);
   }
   int64_t until = tf_ctl_now_ms() + 3000;
-  while (!tf_ctl_pid_runs(pid, name)) {
+  while (!tf_pid_runs(pid, name)) {
     ck_assert_msg(tf_ctl_now_ms() < until, "%s never started", name);
     tf_ctl_sleep_ms(5);
   }
@@ -115,7 +115,7 @@ static int reap(pid_t pid) {
   pid_t r = waitpid(pid, &status, 0);
   if (r < 0) {
     ck_assert_int_eq(errno, ECHILD);
-    ck_assert(!tf_ctl_pid_alive(pid));
+    ck_assert(!tf_pid_alive(pid));
     return -1;
   }
   ck_assert_int_eq(r, pid);
@@ -182,8 +182,8 @@ START_TEST(test_up_refuses_live_tf_process) {
   char *mpid = task_file("master", "pid"), *mlog = task_file("master", "log");
   char *plog = task_file("ps", "log");
   ck_assert(!exists(mpid) && !exists(mlog) && !exists(plog));
-  ck_assert_int_eq(tf_ctl_pidfile_read(pidf), live);
-  ck_assert(tf_ctl_pid_alive(live));
+  ck_assert_int_eq(tf_pidfile_read(pidf), live);
+  ck_assert(tf_pid_alive(live));
   /* With the spec's own run_dir (o.run_dir NULL) the same is found. */
   ck_assert_str_eq(s->run_dir, run_dir);
   reap(live);
@@ -233,9 +233,9 @@ START_TEST(test_up_cannot_run_stops_started) {
   while (!exists(rec) && tf_ctl_now_ms() < until) {
     tf_ctl_sleep_ms(10); /* only if SIGTERM came before the echo */
   }
-  pid_t started = tf_ctl_pidfile_read(rec);
+  pid_t started = tf_pidfile_read(rec);
   if (started > 0) {
-    ck_assert_msg(!tf_ctl_pid_alive(started), "pid %ld still running", (long)started);
+    ck_assert_msg(!tf_pid_alive(started), "pid %ld still running", (long)started);
   }
   free(plog);
   free(ppid);
@@ -312,8 +312,8 @@ START_TEST(test_up_task_exits_at_once) {
       ck_assert_msg(!exists(pf), "%s left", pf);
       free(pf);
     }
-    pid_t mp = tf_ctl_pidfile_read(master_rec);
-    ck_assert_msg(mp <= 0 || !tf_ctl_pid_alive(mp), "the master (pid %ld) still runs", (long)mp);
+    pid_t mp = tf_pidfile_read(master_rec);
+    ck_assert_msg(mp <= 0 || !tf_pid_alive(mp), "the master (pid %ld) still runs", (long)mp);
   }
   tf_cluster_spec_free(s);
 }
@@ -358,7 +358,12 @@ START_TEST(test_down_without_pid_files) {
   ck_assert_int_eq(tf_ctl_mkdirs(run_dir, &st), TF_OK);
   ck_assert_int_eq(tf_ctl_cluster_down(&o, &st), TF_OK); /* empty */
   fclose(out);
-  ck_assert_str_eq(buf, "");
+  char want[512];
+  snprintf(want, sizeof want, "nothing running under %s (no pid file there names a live "
+           "daemon)\n", s->run_dir);
+  ck_assert_uint_eq(len, 2 * strlen(want)); /* said once for each call */
+  ck_assert_int_eq(strncmp(buf, want, strlen(want)), 0);
+  ck_assert_str_eq(buf + strlen(want), want);
   free(buf);
   tf_cluster_spec_free(s);
 }
@@ -463,10 +468,10 @@ static char *bin_dir(void) {
 
 static void check_pidfile_runs(const char *job, const char *prog) {
   char *p = task_file(job, "pid"), *l = task_file(job, "log");
-  pid_t pid = tf_ctl_pidfile_read(p);
+  pid_t pid = tf_pidfile_read(p);
   ck_assert_msg(pid > 0, "%s", p);
-  ck_assert(tf_ctl_pid_alive(pid));
-  ck_assert_msg(tf_ctl_pid_runs(pid, prog), "pid %ld is not %s", (long)pid, prog);
+  ck_assert(tf_pid_alive(pid));
+  ck_assert_msg(tf_pid_runs(pid, prog), "pid %ld is not %s", (long)pid, prog);
   ck_assert(exists(l));
   free(p);
   free(l);
@@ -497,7 +502,7 @@ START_TEST(test_real_up_and_down) {
     char *pf = task_file(jobs[i], "pid"), *lf = task_file(jobs[i], "log");
     char want[512];
     snprintf(want, sizeof want, "started /job:%s/task:0 on tcp://127.0.0.1:%d: pid %ld, log %s\n",
-             jobs[i], ports[i], (long)tf_ctl_pidfile_read(pf), lf);
+             jobs[i], ports[i], (long)tf_pidfile_read(pf), lf);
     ck_assert_msg(strstr(text, want) != NULL, "no '%s' in:\n%s", want, text);
     free(pf);
     free(lf);
@@ -526,7 +531,7 @@ START_TEST(test_real_up_and_down) {
   pid_t pids[3];
   for (int i = 0; i < 3; i++) {
     char *pf = task_file(jobs[i], "pid");
-    pids[i] = tf_ctl_pidfile_read(pf);
+    pids[i] = tf_pidfile_read(pf);
     free(pf);
   }
   tf_status_init(&st);
@@ -536,7 +541,7 @@ START_TEST(test_real_up_and_down) {
     char want[128];
     snprintf(want, sizeof want, "stopped /job:%s/task:0 (pid %ld)\n", jobs[i], (long)pids[i]);
     ck_assert_msg(strstr(text, want) != NULL, "no '%s' in:\n%s", want, text);
-    ck_assert(!tf_ctl_pid_alive(pids[i]));
+    ck_assert(!tf_pid_alive(pids[i]));
     char *pf = task_file(jobs[i], "pid"), *lf = task_file(jobs[i], "log");
     ck_assert(!exists(pf));
     ck_assert(exists(lf));
@@ -606,6 +611,40 @@ START_TEST(test_real_up_port_taken) {
 }
 END_TEST
 
+/* The task names cluster --only and restart take, and their errors. */
+START_TEST(test_parse_task) {
+  int ports[3] = {1, 2, 3};
+  tf_cluster_spec *s = spec_with(ports, 0);
+  tf_status st;
+  tf_status_init(&st);
+  char job[16];
+  int task = -1;
+  const char *good[] = {"/job:worker/task:0", "/job:worker/replica:0/task:0", "worker:0",
+                        "worker-0"};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    ck_assert_msg(tf_ctl_parse_task(s, good[i], job, sizeof job, &task, &st) == TF_OK, "%s: %s",
+                  good[i], st.msg);
+    ck_assert_str_eq(job, "worker");
+    ck_assert_int_eq(task, 0);
+  }
+  ck_assert_int_eq(tf_ctl_parse_task(s, "master-0", job, sizeof job, &task, &st), TF_OK);
+  const char *bad[] = {"worker", "-1", "worker-x", "/job:worker", "/job:worker/task:",
+                       "/job:worker/replica:1/task:0", "worker:0x", "worker-99999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_int_eq(tf_ctl_parse_task(s, bad[i], job, sizeof job, &task, &st),
+                     TF_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(st.msg, "expected a task as /job:NAME/task:N, NAME:N or NAME-N") !=
+                      NULL, "%s: %s", bad[i], st.msg);
+  }
+  ck_assert_int_eq(tf_ctl_parse_task(s, "worker:5", job, sizeof job, &task, &st), TF_NOT_FOUND);
+  ck_assert_msg(strstr(st.msg, "no task /job:worker/task:5") != NULL, "%s", st.msg);
+  ck_assert_int_eq(tf_ctl_parse_task(s, "averyveryverylongjobname-0", job, sizeof job, &task,
+                                     &st), TF_INVALID_ARGUMENT);
+  ck_assert_int_eq(tf_ctl_parse_task(s, "gpu-0", job, sizeof job, &task, &st), TF_NOT_FOUND);
+  tf_cluster_spec_free(s);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("ctl_cluster");
   TCase *tc = tcase_create("core");
@@ -621,6 +660,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_down_kills_stubborn);
   tcase_add_test(tc, test_real_up_and_down);
   tcase_add_test(tc, test_real_up_port_taken);
+  tcase_add_test(tc, test_parse_task);
   suite_add_tcase(s, tc);
   return s;
 }

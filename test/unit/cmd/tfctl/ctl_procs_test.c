@@ -76,17 +76,17 @@ START_TEST(test_pidfile) {
   snprintf(bad, sizeof bad, "%s/bad.pid", dir);
   tf_status st;
   tf_status_init(&st);
-  ck_assert_int_eq(tf_ctl_pidfile_write(path, 12345, &st), TF_OK);
-  ck_assert_int_eq(tf_ctl_pidfile_read(path), 12345);
+  ck_assert_int_eq(tf_pidfile_write(path, 12345, &st), TF_OK);
+  ck_assert_int_eq(tf_pidfile_read(path), 12345);
   const char *bads[] = {"", "abc\n", "-5\n", "12x\n", "99999999999\n"};
   for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
     FILE *f = fopen(bad, "w");
     fputs(bads[i], f);
     fclose(f);
-    ck_assert_msg(tf_ctl_pidfile_read(bad) == 0, "'%s' read as a pid", bads[i]);
+    ck_assert_msg(tf_pidfile_read(bad) == 0, "'%s' read as a pid", bads[i]);
   }
-  ck_assert_int_eq(tf_ctl_pidfile_read("/nonexistent.pid"), 0);
-  ck_assert_int_eq(tf_ctl_pidfile_write("/nonexistent/dir/a.pid", 1, &st),
+  ck_assert_int_eq(tf_pidfile_read("/nonexistent.pid"), 0);
+  ck_assert_int_eq(tf_pidfile_write("/nonexistent/dir/a.pid", 1, &st),
                    TF_FAILED_PRECONDITION);
   ck_assert_ptr_nonnull(strstr(st.msg, "/nonexistent/dir/a.pid"));
 }
@@ -99,14 +99,14 @@ START_TEST(test_alive_zombie_and_stop) {
   pid_t pid = 0;
   ck_assert_int_eq(tf_ctl_spawn(argv, NULL, &pid, &st), TF_OK);
   int64_t deadline = tf_ctl_now_ms() + 3000;
-  while (tf_ctl_pid_alive(pid) && tf_ctl_now_ms() < deadline) {
+  while (tf_pid_alive(pid) && tf_ctl_now_ms() < deadline) {
     tf_ctl_sleep_ms(5);
   }
-  ck_assert(!tf_ctl_pid_alive(pid)); /* a zombie until reaped */
+  ck_assert(!tf_pid_alive(pid)); /* a zombie until reaped */
   ck_assert_int_eq(tf_ctl_reap(pid), 0);
-  ck_assert(tf_ctl_pid_alive(getpid()));
-  ck_assert(tf_ctl_pid_runs(getpid(), "ctl_procs_test"));
-  ck_assert(!tf_ctl_pid_runs(getpid(), "tfworker"));
+  ck_assert(tf_pid_alive(getpid()));
+  ck_assert(tf_pid_runs(getpid(), "ctl_procs_test"));
+  ck_assert(!tf_pid_runs(getpid(), "tfworker"));
   /* Ignores SIGTERM: SIGKILL after the grace period. */
   char *stubborn[] = {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done", NULL};
   ck_assert_int_eq(tf_ctl_spawn(stubborn, NULL, &pid, &st), TF_OK);
