@@ -20,12 +20,14 @@
 #      written by the ps task as the dynamic user;
 #   3. the journal holds the daemons' lines at their priorities (READY at
 #      notice, the rest at info, no "<N>" prefix left in a message);
-#   4. `systemctl stop` drains every daemon to exit 0, and the container
+#   4. after an edit of /etc/tf/cluster.yaml (timeouts.rpc_ms), `systemctl
+#      reload` makes each daemon apply it (SIGHUP: RELOADING=1, READY=1)
+#      with the same main pid;
+#   5. `systemctl stop` drains every daemon to exit 0, and the container
 #      powers off on SIGTERM within a deadline.
 # Skipped (exit 0, saying why) when not root, without systemd-nspawn, or
 # where debootstrap cannot build the root file system (no network to the
-# Debian archive). Until tfworker takes --instance, drop-ins give each
-# instance --job/--task. Under a sanitizer build the units get
+# Debian archive). Under a sanitizer build the units get
 # ASAN_OPTIONS=detect_leaks=0 (LeakSanitizer needs ptrace, which their
 # system call filter refuses). Prints a Check-style summary line.
 #
@@ -150,17 +152,9 @@ copy_libs() {
     { echo "the installed tfworker does not run in the rootfs"; return 1; }
 }
 
-# Drop-ins for what this build needs (see the header).
+# A sanitizer build's drop-ins (see the header).
 dropins() {
   local d=$rootfs/etc/systemd/system i
-  if ! "$bin/tfworker" --help 2>&1 | grep -q -- '--instance'; then
-    echo "     tfworker has no --instance yet: drop-ins pass --job/--task"
-    for i in ps-0 worker-0 worker-1; do
-      mkdir -p "$d/tfworker@$i.service.d" || return 1
-      printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/tfworker --config /etc/tf/cluster.yaml --job %s --task %s\n' \
-        "${i%-*}" "${i##*-}" >"$d/tfworker@$i.service.d/10-job-task.conf" || return 1
-    done
-  fi
   if [ -n "${TF_SANFLAGS:-}" ]; then
     for i in tfmaster.service tfworker@.service; do
       mkdir -p "$d/$i.d" &&
@@ -182,7 +176,7 @@ job_spec() {
 
 need "make install DESTDIR=<rootfs> PREFIX=/usr/local" mk install DESTDIR="$rootfs" PREFIX=/usr/local
 need "runtime libraries in the rootfs" copy_libs
-need "drop-ins" dropins
+need "drop-ins for a sanitizer build" dropins
 job_spec >"$rootfs/root/job.yaml"
 
 # Boot; C runs a command inside (all the container's namespaces).
@@ -316,7 +310,24 @@ journal() {
     { echo "notice:"; printf '%s\n' "$notice" | tail -n 5; echo "info:"; printf '%s\n' "$info" | tail -n 5; return 1; }
 }
 
-# 4. systemctl stop: each daemon drains and exits 0.
+# 4. systemctl reload: SIGHUP applies the edited config in place.
+reload_units() {
+  local u before after want_restarts
+  C sed -i 's/^  rpc_ms: 10000/  rpc_ms: 9000/' /etc/tf/cluster.yaml &&
+    C grep -q '^  rpc_ms: 9000' /etc/tf/cluster.yaml || { echo "cannot edit /etc/tf/cluster.yaml"; return 1; }
+  for u in $UNITS; do
+    before=$(C systemctl show -p MainPID --value "$u")
+    C timeout 30 systemctl reload "$u" || { C systemctl status --no-pager "$u" | tail; return 1; }
+    after=$(C systemctl show -p MainPID,ActiveState,NRestarts "$u" | sort | tr '\n' ' ')
+    case $u in tfworker@worker-0) want_restarts=1 ;; *) want_restarts=0 ;; esac
+    [ "$after" = "ActiveState=active MainPID=$before NRestarts=$want_restarts " ] &&
+      C journalctl -u "$u" -p notice --no-pager -o cat |
+      grep -q 'received SIGHUP: reloaded /etc/tf/cluster.yaml: timeouts.rpc_ms 10000 -> 9000' ||
+      { echo "$u after reload: $after (MainPID was $before)"; C journalctl -u "$u" --no-pager -o cat | tail -n 3; return 1; }
+  done
+}
+
+# 5. systemctl stop: each daemon drains and exits 0.
 stop_units() {
   local u show
   # shellcheck disable=SC2086
@@ -340,6 +351,7 @@ check "systemd restarts it (NRestarts=1, active)" restarted
 check "the job recovers and completes $STEPS steps" completes
 check "checkpoint files written as the dynamic user" checkpoints
 check "journal: the daemons' lines at their priorities" journal
+check "systemctl reload: the edited config applied in place" reload_units
 check "systemctl stop: every daemon exits 0" stop_units
 check "the container powers off on SIGTERM within 30 s" poweroff
 echo "     nspawn_test: $(( $(date +%s) - t0 )) s"

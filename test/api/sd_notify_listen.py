@@ -6,8 +6,10 @@ and checks what it says, each datagram's sender being the daemon's pid:
 
   --expect serve  READY=1 arrives, and at that moment --port accepts TCP
                   connections; then at least two WATCHDOG=1, each within
-                  WATCHDOG_USEC of the previous (or of READY=1); then
-                  SIGTERM; STOPPING=1 arrives and the daemon exits 0.
+                  WATCHDOG_USEC of the previous (or of READY=1); with
+                  --reload, then SIGHUP: RELOADING=1 and a second READY=1
+                  (and two more WATCHDOG=1); then SIGTERM: STOPPING=1
+                  arrives and the daemon exits 0.
   --expect fail   the daemon exits non-zero within the deadline without
                   ever sending READY=1 (e.g. its port is taken).
 
@@ -55,6 +57,10 @@ class Run:
         self.args, self.sock, self.proc = args, sock, proc
         self.errors = []
         self.ready_at = None
+        self.readies = 0
+        self.reloading = 0
+        self.hup_sent = False
+        self.pings_at_hup = 0
         self.watchdogs = []
         self.stopping = False
         self.term_sent = False
@@ -69,13 +75,20 @@ class Run:
             self.fail("datagram from pid %s, not the daemon's %d" % (pid, self.proc.pid))
         fields = text.split("\n")
         now = time.monotonic()
+        if "RELOADING=1" in fields:
+            if not self.hup_sent:
+                self.fail("RELOADING=1 before SIGHUP")
+            self.reloading += 1
         if "READY=1" in fields:
+            self.readies += 1
+            if self.readies > 1 and self.reloading != self.readies - 1:
+                self.fail("READY=1 number %d after %d RELOADING=1" % (self.readies, self.reloading))
             if self.args.expect == "fail":
                 self.fail("READY=1 from a daemon that should not serve")
             elif not port_accepts(self.args.port):
                 self.fail("READY=1 while port %d does not accept connections" % self.args.port)
             self.ready_at = now
-            if "MAINPID=%d" % self.proc.pid not in fields:
+            if self.readies == 1 and "MAINPID=%d" % self.proc.pid not in fields:
                 self.fail("READY=1 without MAINPID=%d" % self.proc.pid)
         if "WATCHDOG=1" in fields:
             if self.ready_at is None:
@@ -99,10 +112,21 @@ class Run:
                 return
             if got != "again":
                 self.on_message(*got)
-            if (self.args.expect == "serve" and not self.term_sent and
-                    len(self.watchdogs) >= 2):
-                self.proc.send_signal(signal.SIGTERM)
-                self.term_sent = True
+            self.steer()
+
+    def steer(self):
+        """SIGHUP after two pings (--reload), SIGTERM after two more."""
+        if self.args.expect != "serve" or self.term_sent:
+            return
+        pings = len(self.watchdogs)
+        if self.args.reload and not self.hup_sent and pings >= 2:
+            self.proc.send_signal(signal.SIGHUP)
+            self.hup_sent = True
+            self.pings_at_hup = pings
+        elif pings >= 2 and (not self.args.reload or
+                             (self.readies >= 2 and pings >= self.pings_at_hup + 2)):
+            self.proc.send_signal(signal.SIGTERM)
+            self.term_sent = True
 
     def pending(self):
         """Datagrams the daemon sent before it exited are still read."""
@@ -124,13 +148,16 @@ class Run:
                 self.fail("%d WATCHDOG=1, expected at least 2" % len(self.watchdogs))
             if not self.stopping:
                 self.fail("no STOPPING=1 after SIGTERM")
+            if self.args.reload and (self.reloading != 1 or self.readies != 2):
+                self.fail("after SIGHUP: %d RELOADING=1 and %d READY=1 in all, expected 1 and 2"
+                          % (self.reloading, self.readies))
             if rc != 0:
                 self.fail("exit status %s after SIGTERM, expected 0" % rc)
         elif rc in (0, None):
             self.fail("exit status %s, expected a failure" % rc)
-        print("sd_notify_listen: %s: exit %s, READY=%s, WATCHDOG=1 x%d, STOPPING=%s" % (
-            "ok" if not self.errors else "FAIL", rc, self.ready_at is not None,
-            len(self.watchdogs), self.stopping))
+        print("sd_notify_listen: %s: exit %s, READY=1 x%d, RELOADING=1 x%d, WATCHDOG=1 x%d, "
+              "STOPPING=%s" % ("ok" if not self.errors else "FAIL", rc, self.readies,
+                               self.reloading, len(self.watchdogs), self.stopping))
         return not self.errors
 
 
@@ -140,6 +167,7 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--watchdog-usec", type=int, default=2000000)
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--reload", action="store_true", help="SIGHUP while serving")
     ap.add_argument("cmd", nargs="+")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sdnotify.")

@@ -14,8 +14,9 @@
 #    build on the example config (systemd/cluster.yaml with free ports and a
 #    scratch checkpoint_dir) with NOTIFY_SOCKET and WATCHDOG_USEC=2 s: it
 #    sees READY=1 only once the daemon's port accepts connections,
-#    WATCHDOG=1 at least twice within the watchdog interval, STOPPING=1
-#    after SIGTERM, and exit 0; every datagram comes from the daemon's pid;
+#    WATCHDOG=1 at least twice within the watchdog interval, on SIGHUP
+#    RELOADING=1 then READY=1 (systemctl reload), STOPPING=1 after SIGTERM,
+#    and exit 0; every datagram comes from the daemon's pid;
 # 4. a tfworker whose port is taken exits 1 and never sends READY=1.
 # Skipped (exit 0, saying why) without systemd-analyze. Prints a
 # Check-style summary line.
@@ -113,17 +114,17 @@ sed -e "s/127.0.0.1:7070/127.0.0.1:$p_master/; s/127.0.0.1:7071/127.0.0.1:$p_ps/
     -e "s|^checkpoint_dir: .*|checkpoint_dir: $tmp/checkpoints|; s|^run_dir: .*|run_dir: $tmp/run|" \
     systemd/cluster.yaml >"$conf"
 
-listen() { # listen serve|fail PORT CMD...
+listen() { # listen serve|fail PORT [--reload] CMD...
   local expect=$1 port=$2; shift 2
   /usr/bin/python3 test/api/sd_notify_listen.py --expect "$expect" --port "$port" \
-    --timeout 60 -- "$@" >"$tmp/listen.log" 2>&1 || { cat "$tmp/listen.log"; return 1; }
+    --timeout 60 "$@" >"$tmp/listen.log" 2>&1 || { cat "$tmp/listen.log"; return 1; }
   grep '^sd_notify_listen: ok' "$tmp/listen.log" | sed 's/^/     /'
 }
 
-check "tfworker: READY=1 when serving, WATCHDOG=1, STOPPING=1, exit 0" \
-  listen serve "$p_ps" "$bin/tfworker" --config "$conf" --job ps --task 0
-check "tfmaster: READY=1 when serving, WATCHDOG=1, STOPPING=1, exit 0" \
-  listen serve "$p_master" "$bin/tfmaster" --config "$conf"
+check "tfworker --instance ps-0: READY=1 when serving, WATCHDOG=1, RELOADING=1 + READY=1 on SIGHUP, STOPPING=1, exit 0" \
+  listen serve "$p_ps" --reload -- "$bin/tfworker" --config "$conf" --instance ps-0
+check "tfmaster: READY=1 when serving, WATCHDOG=1, RELOADING=1 + READY=1 on SIGHUP, STOPPING=1, exit 0" \
+  listen serve "$p_master" --reload -- "$bin/tfmaster" --config "$conf"
 
 # A port another process listens on: tfworker cannot bind it.
 /usr/bin/python3 -c '
@@ -131,9 +132,12 @@ import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
 print("bound", flush=True); time.sleep(120)' "$p_w0" >"$tmp/holder.log" 2>&1 &
 holder=$!
-for _ in $(seq 100); do grep -q bound "$tmp/holder.log" && break; sleep 0.05; done
-check "tfworker that cannot bind: no READY=1, exit non-zero" \
-  listen fail "$p_w0" "$bin/tfworker" --config "$conf" --job worker --task 0
+for _ in $(seq 100); do grep -qs bound "$tmp/holder.log" && break; sleep 0.05; done
+cannot_bind() {
+  listen fail "$p_w0" -- "$bin/tfworker" --config "$conf" --instance worker-0 &&
+    grep -q "cannot start: .*$p_w0" "$tmp/listen.log" || { cat "$tmp/listen.log"; return 1; }
+}
+check "tfworker that cannot bind: no READY=1, exit non-zero" cannot_bind
 
 check "make uninstall PREFIX=<tmp>" mk uninstall PREFIX="$prefix"
 summary
