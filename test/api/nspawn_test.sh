@@ -2,8 +2,8 @@
 # nspawn_test.sh: the systemd units booted for real. A Debian minbase root
 # file system with systemd (debootstrap, built once and cached under
 # $TF_TEST_CACHE, default /var/cache/tf-test, as rootfs-<codename>-<recipe>,
-# so the plain and the sanitizer runs of make check share it) is copied for
-# the run; `make install DESTDIR=<copy> PREFIX=/usr/local` puts the built
+# so the plain and the sanitizer runs of make check share it) is the lower
+# layer of an overlay (a copy where overlayfs is missing); `make install DESTDIR=<copy> PREFIX=/usr/local` puts the built
 # tree, the units and /etc/tf/cluster.yaml in it (no rebuild), with the
 # shared libraries the installed programs need (ldd) that it lacks. Then
 # `systemd-nspawn -b` boots it on a private network and, inside:
@@ -82,6 +82,7 @@ poweroff() {
 }
 cleanup() {
   poweroff
+  mountpoint -q "$rootfs" && { umount "$rootfs" || umount -l "$rootfs"; }
   rm -rf "/run/systemd/nspawn/propagate/$machine" "$tmp"
 }
 trap cleanup EXIT
@@ -122,7 +123,11 @@ rootfs_cached() {
 }
 why=
 rootfs_cached || skip "$why"
-cp -a "$cache" "$rootfs" || { echo "nspawn_test: cannot copy $cache"; exit 1; }
+# The run's root: an overlay on the cache (the run's writes go to
+# $tmp/upper), or a copy where overlayfs cannot be mounted.
+mkdir -p "$rootfs" "$tmp/upper" "$tmp/work"
+mount -t overlay overlay -o "lowerdir=$cache,upperdir=$tmp/upper,workdir=$tmp/work" "$rootfs" 2>/dev/null ||
+  { rmdir "$rootfs" && cp -a "$cache" "$rootfs"; } || { echo "nspawn_test: cannot copy $cache"; exit 1; }
 echo "     rootfs ready after $(( $(date +%s) - t0 )) s"
 
 # A make nested in make check: its variables (SANITIZE=...) but not its
@@ -148,8 +153,10 @@ copy_libs() {
   for lib in $(ldd "$rootfs"/usr/local/bin/tf* | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
     [ -e "$rootfs$lib" ] || cp -L "$lib" "$rootfs$lib" || return 1
   done
-  chroot "$rootfs" /usr/local/bin/tfworker --help >/dev/null ||
-    { echo "the installed tfworker does not run in the rootfs"; return 1; }
+  local missing
+  missing=$(for b in tfmaster tfworker tfctl; do chroot "$rootfs" ldd "/usr/local/bin/$b"; done 2>&1 |
+    grep -E 'not found|^ldd: |cannot')
+  [ -z "$missing" ] || { echo "in the rootfs: $missing"; return 1; }
 }
 
 # A sanitizer build's drop-ins (see the header).
