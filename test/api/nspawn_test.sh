@@ -23,7 +23,9 @@
 #   4. after an edit of /etc/tf/cluster.yaml (timeouts.rpc_ms), `systemctl
 #      reload` makes each daemon apply it (SIGHUP: RELOADING=1, READY=1)
 #      with the same main pid;
-#   5. `systemctl stop` drains every daemon to exit 0, and the container
+#   5. with WatchdogSec=3s, a SIGSTOPped tfworker@worker-1 stops pinging:
+#      systemd kills it (Watchdog timeout) and restarts it;
+#   6. `systemctl stop` drains every daemon to exit 0, and the container
 #      powers off on SIGTERM within a deadline.
 # Skipped (exit 0, saying why) when not root, without systemd-nspawn, or
 # where debootstrap cannot build the root file system (no network to the
@@ -334,7 +336,29 @@ reload_units() {
   done
 }
 
-# 5. systemctl stop: each daemon drains and exits 0.
+# 5. The watchdog: tfworker@worker-1 with WatchdogSec=3s (a runtime
+# drop-in) is stopped (SIGSTOP): its pings stop, systemd kills it
+# ("Watchdog timeout") and restarts it.
+watchdog() {
+  local d=/run/systemd/system/tfworker@worker-1.service.d show pid
+  C mkdir -p "$d" && C sh -c "printf '[Service]\nWatchdogSec=3s\n' >$d/50-test-watchdog.conf" &&
+    C systemctl daemon-reload && C timeout 60 systemctl restart tfworker@worker-1 || return 1
+  pid=$(C systemctl show -p MainPID --value tfworker@worker-1)
+  C systemctl kill -s STOP --kill-who=main tfworker@worker-1 || return 1
+  for _ in $(seq 200); do
+    show=$(C systemctl show -p NRestarts,ActiveState tfworker@worker-1 | sort | tr '\n' ' ')
+    [ "$show" = "ActiveState=active NRestarts=1 " ] && break
+    sleep 0.1
+  done
+  C journalctl -u tfworker@worker-1 --no-pager -o cat | grep -q 'Watchdog timeout (limit 3s)' &&
+    [ "$show" = "ActiveState=active NRestarts=1 " ] &&
+    [ "$(C systemctl show -p MainPID --value tfworker@worker-1)" != "$pid" ] ||
+    { echo "tfworker@worker-1 after 20 s: $show"; C journalctl -u tfworker@worker-1 --no-pager -o cat | tail -n 5; return 1; }
+  echo "     tfworker@worker-1 (pid $pid stopped): $(C journalctl -u tfworker@worker-1 --no-pager -o cat |
+    grep -o 'Watchdog timeout.*\|Main process exited.*' | tr '\n' ' ')"
+}
+
+# 6. systemctl stop: each daemon drains and exits 0.
 stop_units() {
   local u show
   # shellcheck disable=SC2086
@@ -359,6 +383,7 @@ check "the job recovers and completes $STEPS steps" completes
 check "checkpoint files written as the dynamic user" checkpoints
 check "journal: the daemons' lines at their priorities" journal
 check "systemctl reload: the edited config applied in place" reload_units
+check "watchdog: a stopped tfworker is killed and restarted" watchdog
 check "systemctl stop: every daemon exits 0" stop_units
 check "the container powers off on SIGTERM within 30 s" poweroff
 echo "     nspawn_test: $(( $(date +%s) - t0 )) s"
