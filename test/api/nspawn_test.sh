@@ -37,9 +37,8 @@
 # TF_TEST_CACHE, TF_DEBIAN_MIRROR.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 build=${TF_BUILD:-build}
-bin="$root/$build/bin"
 cache_base=${TF_TEST_CACHE:-/var/cache/tf-test}
 mirror=${TF_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 recipe=1   # bump when the rootfs' package list changes
@@ -66,8 +65,9 @@ summary() {
   echo "${pct}%: Checks: $checks, Failures: $failures, Errors: 0"
 }
 
-# Powers the container off (SIGTERM, then SIGKILL after 30 s) and removes
-# the copy and nspawn's propagation directory.
+# Powers the container off (SIGTERM, then SIGKILL after 30 s); cleanup
+# also unmounts the overlay and removes the run's files and nspawn's
+# propagation directory.
 poweroff() {
   [ -n "$nsp" ] || return 0
   kill -TERM "$nsp" 2>/dev/null
@@ -88,6 +88,7 @@ cleanup() {
   rm -rf "/run/systemd/nspawn/propagate/$machine" "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 skip() {
   echo "nspawn_test: SKIP: $*"
@@ -248,6 +249,7 @@ one_dynamic_user() {
       { echo "$u (pid $pid):"; C grep -E 'Cap|NoNewPrivs' "/proc/$pid/status"; return 1; }
     uids="$uids $uid"
   done
+  # shellcheck disable=SC2086 # one uid per word
   uids=$(printf '%s\n' $uids | sort -u)
   echo "     main processes' uid: $uids"
   [ "$(printf '%s\n' "$uids" | wc -l)" = 1 ] && [ "$uids" != 0 ] &&
@@ -295,7 +297,7 @@ completes() {
     sleep 0.1
   done
   sed 's/^/     /' "$tmp/status.txt" | grep -E 'state|step:|recoveries|test_accuracy'
-  [ "$(field state)" = done ] && [ "$(field step)" = "$STEPS/$STEPS" ] &&
+  [ "$(field state)" = "done" ] && [ "$(field step)" = "$STEPS/$STEPS" ] &&
     [ "$(field recoveries)" -ge 1 ] && [ "$(job_step)" -gt "$killed_at" ] ||
     { cat "$tmp/status.txt"; return 1; }
 }

@@ -24,7 +24,7 @@
 # Environment (set by `make test-run`): TF_BUILD (build/ or build/san-...).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 build=${TF_BUILD:-build}
 bin="$root/$build/bin"
 tmp=$(mktemp -d)
