@@ -25,7 +25,8 @@
 #      with the same main pid;
 #   5. with WatchdogSec=3s, a SIGSTOPped tfworker@worker-1 stops pinging:
 #      systemd kills it (Watchdog timeout) and restarts it;
-#   6. `systemctl stop` drains every daemon to exit 0, and the container
+#   6. `systemctl stop` drains every daemon to exit 0, the master first
+#      (the tasks are ordered Before= it), and the container
 #      powers off on SIGTERM within a deadline.
 # Skipped (exit 0, saying why) when not root, without systemd-nspawn, or
 # where debootstrap cannot build the root file system (no network to the
@@ -369,6 +370,11 @@ stop_units() {
     show=$(C systemctl show -p ActiveState,Result,ExecMainStatus "$u" | sort | tr '\n' ' ')
     [ "$show" = "ActiveState=inactive ExecMainStatus=0 Result=success " ] || { echo "$u: $show"; return 1; }
   done
+  # Before=tfmaster.service: the master had stopped before ps 0 was told to.
+  C journalctl -u tfmaster -u tfworker@ps-0 --no-pager -o cat |
+    grep -E '^tfmaster .*: stopped$|^tfworker /job:ps/task:0: received SIGTERM' | tail -n 2 >"$tmp/order.txt"
+  grep -q '^tfmaster' <(head -n 1 "$tmp/order.txt") && grep -q '^tfworker' <(tail -n 1 "$tmp/order.txt") ||
+    { echo "stop order:"; cat "$tmp/order.txt"; return 1; }
 }
 
 job=
@@ -386,7 +392,7 @@ check "checkpoint files written as the dynamic user" checkpoints
 check "journal: the daemons' lines at their priorities" journal
 check "systemctl reload: the edited config applied in place" reload_units
 check "watchdog: a stopped tfworker is killed and restarted" watchdog
-check "systemctl stop: every daemon exits 0" stop_units
+check "systemctl stop: every daemon exits 0, the master first" stop_units
 check "the container powers off on SIGTERM within 30 s" poweroff
 echo "     nspawn_test: $(( $(date +%s) - t0 )) s"
 summary
