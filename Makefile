@@ -31,7 +31,7 @@ endif
 LIBDIR  := $(BUILD)/lib
 BINDIR  := $(BUILD)/bin
 
-PKGS     := msgpack yaml-0.1 check libuv
+PKGS     := msgpack yaml-0.1 check libuv libmicrohttpd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs msgpack yaml-0.1 libuv 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
@@ -107,6 +107,9 @@ ifeq ($(HAVE_SYSTEMD),yes)
 CMD_CFLAGS := -DTF_HAVE_SYSTEMD
 CMD_LIBS   := $(shell pkg-config --libs libsystemd)
 endif
+# libmicrohttpd serves the daemons' /metrics (cmd/common/metrics_http.c);
+# only the programs link it, never libtf.
+CMD_LIBS   += $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 FUZZ_SRCS := $(wildcard test/fuzz/*_fuzz.c)
 
 # The compiler and flags an object was built with: when they change (OPT,

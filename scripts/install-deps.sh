@@ -10,7 +10,9 @@ PKGS=(
   libopenblas-dev libdnnl-dev zlib1g-dev libsystemd-dev
   systemd-container debootstrap
   python3-numpy python3-yaml cppcheck
+  libmicrohttpd-dev prometheus curl
   dataset-fashion-mnist
+  slurmctld slurmd slurm-client munge
 )
 # Optional extras: installed with INSTALL_EXTRAS=1 (the PyTorch reference of
 # make bench-train and the accuracy comparison; large, so not for make check).

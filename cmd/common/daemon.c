@@ -20,10 +20,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/common/metrics_http.h"
 #include "cmd/common/notify.h"
 #include "cmd/common/pidfile.h"
 #include "lib/runtime/cluster_spec_reload.h"
 #include "lib/runtime/log.h"
+#include "lib/runtime/task_role.h"
+
+extern char **environ;
 
 bool tf_daemon_parse_instance(const char *s, char *job, size_t job_len, int *task,
                               char *why, size_t why_len) {
@@ -67,6 +71,7 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
       {"log-level", required_argument, NULL, 'l'},
       {"pid-file", required_argument, NULL, 'p'},
       {"instance", required_argument, NULL, 'i'},
+      {"metrics-address", required_argument, NULL, 'm'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *prog = with_task ? "tfworker" : "tfmaster";
@@ -100,6 +105,8 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
         bad = buf;
       }
       a->job = a->instance_job;
+    } else if (c == 'm') {
+      a->metrics_address = optarg;
     } else if (c == 'h') {
       printf("usage: %s\n", usage);
       exit(0);
@@ -115,11 +122,13 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
   if (bad == NULL && a->config == NULL) {
     bad = "missing --config FILE";
   }
-  if (bad == NULL && with_task && a->job == NULL) {
-    bad = "missing --job NAME";
+  /* Neither --job nor --task: the role comes from the environment
+   * (cmd/common/role.h). */
+  if (bad == NULL && with_task && a->job == NULL && a->task >= 0) {
+    bad = "missing --job NAME (or give neither --job nor --task)";
   }
-  if (bad == NULL && with_task && a->task < 0) {
-    bad = "missing --task N";
+  if (bad == NULL && with_task && a->job != NULL && a->task < 0) {
+    bad = "missing --task N (or give neither --job nor --task)";
   }
   if (bad != NULL) {
     fprintf(stderr, "%s: %s\nusage: %s\n", prog, bad, usage);
@@ -184,7 +193,10 @@ static void on_hup(uv_signal_t *h, int signum) {
   tf_status st;
   tf_status_init(&st);
   tf_cluster_spec *fresh = NULL;
-  if (tf_cluster_spec_load(d->config_path, &fresh, &st) != TF_OK) {
+  tf_task_role role;
+  if (tf_cluster_spec_load(d->config_path, &fresh, &st) != TF_OK ||
+      (d->role_from_env && tf_task_role_from_env(fresh, environ, &role, &st) != TF_OK)) {
+    tf_cluster_spec_free(fresh);
     tf_log(LOG_ERR, "received SIGHUP: cannot reload: %s; the running configuration is kept",
            st.msg);
     tf_notify("READY=1");
@@ -244,13 +256,24 @@ static int claim_pid_file(const char *path) {
 }
 
 int tf_daemon_run(tf_daemon *d) {
+  tf_status mst;
+  tf_status_init(&mst);
+  if (d->spec != NULL && tf_metrics_http_start_daemon(d->spec, d->job, d->task,
+                                                      d->metrics_address, &d->metrics,
+                                                      &mst) != TF_OK) {
+    tf_log(LOG_ERR, "cannot start: %s", mst.msg);
+    d->free(d->svc);
+    return 1;
+  }
   int rc = uv_loop_init(&d->loop);
   if (rc != 0) {
     tf_log(LOG_ERR, "event loop: %s", uv_strerror(rc));
+    tf_metrics_http_stop(d->metrics);
     d->free(d->svc);
     return 1;
   }
   if (d->pid_file != NULL && claim_pid_file(d->pid_file) != 0) {
+    tf_metrics_http_stop(d->metrics);
     d->free(d->svc);
     uv_loop_close(&d->loop);
     return 1;
@@ -284,6 +307,7 @@ int tf_daemon_run(tf_daemon *d) {
   tf_log(LOG_NOTICE, "ready (pid %ld)%s", (long)getpid(),
          n > 0 ? "; sent READY=1 to $NOTIFY_SOCKET" : "");
   uv_run(&d->loop, UV_RUN_DEFAULT);
+  tf_metrics_http_stop(d->metrics);
   /* Free the service while the signal watchers still catch a second
    * SIGTERM; closing them restores the default action, so ignore the
    * signals right after. */

@@ -31,6 +31,8 @@ typedef struct tf_daemon_args {
   int log_level;    /* -1: the spec's */
   const char *pid_file; /* NULL: none */
   char instance_job[64]; /* --instance JOB-N: the job (job points here) */
+  bool role_from_env;    /* tf_daemon_take_role derived the task (role.h) */
+  const char *metrics_address; /* --metrics-address HOST:PORT|off; NULL: the spec's */
 } tf_daemon_args;
 
 /* Parses a non-negative decimal int; false for anything else. */
@@ -42,8 +44,9 @@ bool tf_daemon_parse_int(const char *s, int *out);
 bool tf_daemon_parse_instance(const char *s, char *job, size_t job_len, int *task,
                               char *why, size_t why_len);
 
-/* Parses argv into a; with_task accepts (and requires) --job and --task,
- * or --instance JOB-N instead of both. --pid-file FILE: both daemons.
+/* Parses argv into a; with_task accepts --job and --task, both or neither
+ * (then a->job is NULL: tf_daemon_take_role, role.h, derives them), or
+ * --instance JOB-N instead of both. --pid-file FILE: both daemons.
  * Returns 0, or TF_EXIT_USAGE after printing one line and the usage. */
 int tf_daemon_parse_args(int argc, char **argv, bool with_task,
                          const char *usage, tf_daemon_args *a);
@@ -65,8 +68,16 @@ typedef struct tf_daemon {
   tf_cluster_spec *spec;
   bool keep_log_level;
   bool tick_is_heartbeat;
+  bool role_from_env;     /* re-derive the re-read spec's addresses too */
   const char *pid_file;   /* written before READY=1, removed at exit */
+  /* Prometheus metrics (cmd/common/metrics_http.h): served for task
+   * (job, task) of spec at metrics_address (NULL: the spec's metrics
+   * section) from start to stop; spec NULL: none. */
+  const char *job;
+  int task;
+  const char *metrics_address;
   /* private */
+  struct tf_metrics_http *metrics;
   uv_loop_t loop;
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick_timer, watchdog_timer;
@@ -78,8 +89,9 @@ typedef struct tf_daemon {
 
 /* Runs d's loop until SIGTERM/SIGINT, drains (d->drain, on a thread:
  * it must return within about d->spec->drain_ms, read at the signal),
- * frees d->svc. Returns the process exit code (0; 1 if the loop could not
- * be set up or the pid file names another live tf daemon). */
+ * frees d->svc. Serves metrics while the loop runs. Returns the process
+ * exit code (0; 1 if the loop could not be set up, the pid file names
+ * another live tf daemon or the metrics address cannot be served). */
 int tf_daemon_run(tf_daemon *d);
 
 /* Keeps freed memory for reuse instead of returning it to the kernel, as

@@ -184,8 +184,10 @@ static int ctl_load_spec(ctl_args *a) {
   }
   tf_status st;
   tf_status_init(&st);
-  if (tf_cluster_spec_load(a->config, &a->spec, &st) != TF_OK) {
-    return ctl_fail(CTL_EXIT_FAIL, "%s", st.msg);
+  if (tf_cluster_spec_load(a->config, &a->spec, &st) != TF_OK ||
+      tf_cluster_spec_check_addressed(a->spec, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "%s%s", st.msg, a->spec != NULL ? "; "
+                    "give tfctl the master's address with -m HOST:PORT" : "");
   }
   return 0;
 }

@@ -5,16 +5,20 @@
  * timeouts.heartbeat_ms, tells the service manager READY=1 once serving,
  * on SIGHUP re-reads FILE and applies the timeouts and log level (daemon.h),
  * and on SIGTERM/SIGINT drains running steps (up to timeouts.drain_ms) and
- * exits 0. Exit 1: bad config or address not bindable; 2: usage. */
+ * exits 0. With a spec of task counts or TF_CONFIG set, the addresses
+ * come from the environment (cmd/common/role.h). Exit 1: bad config or
+ * address not bindable; 2: usage. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cmd/common/daemon.h"
+#include "cmd/common/role.h"
 #include "lib/runtime/master.h"
 
 static const char *usage =
-    "tfmaster --config FILE [--pid-file FILE] [--log-level err|warning|notice|info|debug]";
+    "tfmaster --config FILE [--pid-file FILE] [--log-level err|warning|notice|info|debug]\n"
+    "                [--metrics-address HOST:PORT|off]";
 
 static void tick(void *svc) { tf_master_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_master_drain(svc, ms); }
@@ -38,6 +42,10 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
+  if (tf_daemon_take_role(spec, true, argv, &a) != 0) {
+    tf_cluster_spec_free(spec);
+    return TF_EXIT_CONFIG;
+  }
   tf_status st;
   tf_status_init(&st);
   tf_master *m = NULL;
@@ -51,7 +59,9 @@ int main(int argc, char **argv) {
                  .tick_ms = spec->heartbeat_ms > 0 ? spec->heartbeat_ms : 500,
                  .drain = drain, .free = release, .drain_ms = spec->drain_ms,
                  .config_path = a.config, .spec = spec, .keep_log_level = a.log_level >= 0,
-                 .tick_is_heartbeat = true, .pid_file = a.pid_file};
+                 .role_from_env = a.role_from_env,
+                 .tick_is_heartbeat = true, .pid_file = a.pid_file, .job = "master", .task = 0,
+                 .metrics_address = a.metrics_address};
   snprintf(d.status, sizeof d.status, "serving the master on %s", url ? url : "?");
   free(url);
   rc = tf_daemon_run(&d);

@@ -1,6 +1,8 @@
 /* tfworker: one task of a job (worker or ps) of a cluster spec.
- *   tfworker --config FILE (--job NAME --task N | --instance NAME-N)
- *            [--pid-file FILE] [--log-level L]
+ *   tfworker --config FILE [--job NAME --task N | --instance NAME-N]
+ *            [--pid-file FILE] [--log-level L] [--metrics-address A]
+ * Without --job/--task the task comes from Slurm or TF_CONFIG
+ * (cmd/common/role.h); the master's rank execs tfmaster.
  * Serves the worker service (lib/runtime/worker.h) on the task's address
  * from the spec, tells the service manager READY=1 once serving, and on
  * SIGHUP re-reads FILE and applies the timeouts and log level (daemon.h), on
@@ -13,11 +15,12 @@
 #include <string.h>
 
 #include "cmd/common/daemon.h"
+#include "cmd/common/role.h"
 #include "lib/runtime/worker.h"
 
 static const char *usage =
-    "tfworker --config FILE (--job NAME --task N | --instance NAME-N) [--pid-file FILE]\n"
-    "                [--log-level err|warning|notice|info|debug]";
+    "tfworker --config FILE [--job NAME --task N | --instance NAME-N] [--pid-file FILE]\n"
+    "                [--log-level err|warning|notice|info|debug] [--metrics-address HOST:PORT|off]";
 
 static void tick(void *svc) { tf_worker_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_worker_drain(svc, ms); }
@@ -31,8 +34,8 @@ int main(int argc, char **argv) {
     return rc;
   }
   char name[160];
-  snprintf(name, sizeof name, "tfworker /job:%s/task:%d", a.job, a.task);
-  tf_log_set_name(name);
+  snprintf(name, sizeof name, "tfworker /job:%s/task:%d", a.job ? a.job : "?", a.task);
+  tf_log_set_name(a.job ? name : "tfworker");
   if (a.log_level >= 0) {
     tf_log_set_level(a.log_level);
   }
@@ -43,6 +46,10 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
+  if (tf_daemon_take_role(spec, false, argv, &a) != 0) {
+    tf_cluster_spec_free(spec);
+    return TF_EXIT_CONFIG;
+  }
   tf_status st;
   tf_status_init(&st);
   tf_worker *w = NULL;
@@ -59,7 +66,9 @@ int main(int argc, char **argv) {
   tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
                  .drain = drain, .free = release, .drain_ms = spec->drain_ms,
                  .config_path = a.config, .spec = spec, .keep_log_level = a.log_level >= 0,
-                 .pid_file = a.pid_file};
+                 .role_from_env = a.role_from_env,
+                 .pid_file = a.pid_file, .job = a.job, .task = a.task,
+                 .metrics_address = a.metrics_address};
   snprintf(d.status, sizeof d.status, "serving %s on %s (incarnation %016llx)",
            tf_worker_device_name(w), url ? url : "?",
            (unsigned long long)tf_worker_incarnation(w));

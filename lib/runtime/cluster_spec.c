@@ -25,6 +25,7 @@
 #define MS_MAX 2147483647LL /* timeouts fit an int32 (NNG durations) */
 #define THREADS_MAX 1024
 #define MESSAGE_MB_MAX 1048576LL
+#define TASKS_MAX 65536 /* a job given as a task count */
 /* Resolving the tasks' host names, all of them together, for the check
  * that no two tasks share an address. */
 #define RESOLVE_MS 2000
@@ -166,7 +167,21 @@ static tf_code task_addr(ctx *c, const yaml_node_t *n, const char *field,
   return TF_OK;
 }
 
-/* A job's tasks: a sequence of addresses, or one address as a scalar. */
+/* A job given as a task count ("worker: 2"): no addresses yet. */
+static tf_code job_count(ctx *c, const char *name, const yaml_node_t *v) {
+  char field[96];
+  int64_t n;
+  snprintf(field, sizeof field, "jobs.%s", name);
+  TF_TRY(int_of(c, v, field, 1, TASKS_MAX, " (a task count)", &n));
+  tf_cluster_job *job = &c->s->jobs[c->s->n_jobs++];
+  job->name = tf__xstrdup(name);
+  job->n_tasks = (int)n;
+  c->s->counts = true;
+  return TF_OK;
+}
+
+/* A job's tasks: a sequence of addresses, one address as a scalar, or a
+ * task count (job_count). */
 static tf_code job_tasks(ctx *c, const char *name, const yaml_node_t *v) {
   char field[96], b[80];
   tf_cluster_job *job = &c->s->jobs[c->s->n_jobs];
@@ -182,6 +197,11 @@ static tf_code job_tasks(ctx *c, const char *name, const yaml_node_t *v) {
                tf__spec_shown(v, b));
   }
   bool scalar = v->type == YAML_SCALAR_NODE;
+  if (scalar && v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+      strspn((const char *)v->data.scalar.value, "0123456789") ==
+          v->data.scalar.length) {
+    return job_count(c, name, v);
+  }
   job->name = tf__xstrdup(name);
   job->addrs = tf__xcalloc((size_t)n, sizeof *job->addrs);
   c->task_nodes = tf__xrealloc(c->task_nodes, (size_t)(c->n_task_nodes + n) *
@@ -200,47 +220,71 @@ static tf_code job_tasks(ctx *c, const char *name, const yaml_node_t *v) {
   return TF_OK;
 }
 
-/* Refuses two tasks at one endpoint (tf__cluster_endpoints: host names
- * resolved, socket paths folded), at the position of the later one. */
-static tf_code check_distinct(ctx *c) {
-  int n = c->n_task_nodes, k = 0;
+/* Finds the first task (flat index *b, in declared order) at the
+ * endpoint of an earlier one (*a), host names resolved and socket paths
+ * folded (tf__cluster_endpoints); false if every task has its own.
+ * both gets what they share. */
+static bool find_shared(const char *transport, const tf_cluster_job *jobs,
+                        int n_jobs, int *a_out, int *b_out, char *both,
+                        size_t cap) {
+  int n = 0, k = 0;
+  for (int j = 0; j < n_jobs; j++) {
+    n += jobs[j].n_tasks;
+  }
   const char **addrs = tf__xcalloc((size_t)n + 1, sizeof *addrs);
-  const tf_cluster_job **job_of = tf__xcalloc((size_t)n + 1, sizeof *job_of);
-  int *task_of = tf__xcalloc((size_t)n + 1, sizeof *task_of);
-  for (int j = 0; j < c->s->n_jobs; j++) {
-    for (int t = 0; t < c->s->jobs[j].n_tasks; t++, k++) {
-      addrs[k] = c->s->jobs[j].addrs[t];
-      job_of[k] = &c->s->jobs[j];
-      task_of[k] = t;
+  for (int j = 0; j < n_jobs; j++) {
+    for (int t = 0; t < jobs[j].n_tasks; t++) {
+      addrs[k++] = jobs[j].addrs[t];
     }
   }
-  TF_ASSERT(k == n);
   char ***eps = tf__xcalloc((size_t)n + 1, sizeof *eps);
-  tf__cluster_endpoints(c->s->transport, addrs, n, RESOLVE_MS, eps);
-  tf_code code = TF_OK;
-  for (int b = 1; b < n && code == TF_OK; b++) {
-    for (int a = 0; a < b && code == TF_OK; a++) {
-      const char *both = tf__cluster_endpoints_shared(eps[a], eps[b]);
-      if (both == NULL) {
-        continue;
+  tf__cluster_endpoints(transport, addrs, n, RESOLVE_MS, eps);
+  bool found = false;
+  for (int b = 1; b < n && !found; b++) {
+    for (int a = 0; a < b && !found; a++) {
+      const char *sh = tf__cluster_endpoints_shared(eps[a], eps[b]);
+      if (sh != NULL) {
+        snprintf(both, cap, "%s", sh);
+        *a_out = a;
+        *b_out = b;
+        found = true;
       }
-      char field[96];
-      snprintf(field, sizeof field, "jobs.%s[%d]", job_of[b]->name, task_of[b]);
-      code = err(c, c->task_nodes[b], field, "/job:%s/task:%d at '%.80s' has "
-                 "the address of /job:%s/task:%d at '%.80s' (both are %.120s); "
-                 "each task needs an address of its own", job_of[b]->name,
-                 task_of[b], addrs[b], job_of[a]->name, task_of[a], addrs[a],
-                 both);
     }
   }
   for (int i = 0; i < n; i++) {
     tf__cluster_endpoints_free(eps[i]);
   }
   free(eps);
-  free(task_of);
-  free(job_of);
   free(addrs);
-  return code;
+  return found;
+}
+
+/* The job and task of flat task index i. */
+static void task_at(const tf_cluster_job *jobs, int i, int *job, int *task) {
+  int j = 0;
+  while (i >= jobs[j].n_tasks) {
+    i -= jobs[j++].n_tasks;
+  }
+  *job = j;
+  *task = i;
+}
+
+/* Refuses two tasks at one endpoint, at the position of the later one. */
+static tf_code check_distinct(ctx *c) {
+  int a, b, ja, ta, jb, tb;
+  char both[160], field[96];
+  const tf_cluster_job *jobs = c->s->jobs;
+  if (!find_shared(c->s->transport, jobs, c->s->n_jobs, &a, &b, both,
+                   sizeof both)) {
+    return TF_OK;
+  }
+  task_at(jobs, a, &ja, &ta);
+  task_at(jobs, b, &jb, &tb);
+  snprintf(field, sizeof field, "jobs.%s[%d]", jobs[jb].name, tb);
+  return err(c, c->task_nodes[b], field, "/job:%s/task:%d at '%.80s' has "
+             "the address of /job:%s/task:%d at '%.80s' (both are %.120s); "
+             "each task needs an address of its own", jobs[jb].name, tb,
+             jobs[jb].addrs[tb], jobs[ja].name, ta, jobs[ja].addrs[ta], both);
 }
 
 static tf_code parse_jobs(ctx *c, const yaml_node_t *root,
@@ -274,7 +318,15 @@ static tf_code parse_jobs(ctx *c, const yaml_node_t *root,
     return err(c, master, "jobs.master",
                "expected exactly one master task, got %d", mj->n_tasks);
   }
-  return check_distinct(c);
+  for (int j = 0; c->s->counts && j < c->s->n_jobs; j++) {
+    if (c->s->jobs[j].addrs != NULL) {
+      return err(c, v, "jobs", "job '%s' lists addresses but others are "
+                 "task counts; give every job as a count (addresses from "
+                 "Slurm or TF_CONFIG) or every job as addresses",
+                 c->s->jobs[j].name);
+    }
+  }
+  return c->s->counts ? TF_OK : check_distinct(c);
 }
 
 /* ---- the other sections -------------------------------------------------- */
@@ -374,6 +426,51 @@ static tf_code parse_threads(ctx *c, const yaml_node_t *v) {
   return TF_OK;
 }
 
+/* metrics: {port_offset: N, host: H}. Only tcp and tls+tcp tasks have a
+ * port to offset; with ipc or inproc, the daemons' --metrics-address is
+ * the only way to serve metrics. */
+static tf_code parse_metrics(ctx *c, const yaml_node_t *v) {
+  static const char *const names[] = {"port_offset", "host"};
+  yaml_node_t *f[2];
+  int64_t x;
+  TF_TRY(fields(c, v, "metrics", "'metrics'", names, 2, f));
+  if (f[0] != NULL) {
+    TF_TRY(int_of(c, f[0], "metrics.port_offset", 0, 65534,
+                  " (0: no metrics; each task serves them at its port + this)", &x));
+    const char *t = c->s->transport;
+    if (x > 0 && strcmp(t, "tcp") != 0 && strcmp(t, "tls+tcp") != 0) {
+      return err(c, f[0], "metrics.port_offset", "transport %s has no ports to offset; "
+                 "serve metrics with tfmaster/tfworker --metrics-address HOST:PORT", t);
+    }
+    c->s->metrics_port_offset = (int)x;
+  }
+  if (f[1] != NULL) {
+    const char *h = "";
+    TF_TRY(text_of(c, f[1], "metrics.host", "a host name or address", &h));
+    if (*h == '\0' || strlen(h) > 253 || strpbrk(h, " \t/") != NULL) {
+      return err(c, f[1], "metrics.host", "expected a host name or address, got '%.80s'", h);
+    }
+    free(c->s->metrics_host);
+    c->s->metrics_host = tf__xstrdup(h);
+  }
+  return TF_OK;
+}
+
+/* slurm: {base_port: N}: task ports under Slurm (task_role.h). */
+static tf_code parse_slurm(ctx *c, const yaml_node_t *v) {
+  static const char *const names[] = {"base_port"};
+  yaml_node_t *f[1];
+  int64_t x;
+  TF_TRY(fields(c, v, "slurm", "'slurm'", names, 1, f));
+  if (f[0] != NULL) {
+    TF_TRY(int_of(c, f[0], "slurm.base_port", 1, 65535, " (a TCP port; a "
+                  "task listens on base_port + its local id on its node)",
+                  &x));
+    c->s->slurm_base_port = (int)x;
+  }
+  return TF_OK;
+}
+
 /* A string-valued key: cluster, transport, checkpoint_dir, run_dir,
  * log_level. */
 static tf_code parse_string(ctx *c, int k, const yaml_node_t *v) {
@@ -449,14 +546,15 @@ static void set_defaults(tf_cluster_spec *s) {
 static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   static const char *const names[] = {
       "cluster",  "transport", "checkpoint_dir", "run_dir", "log_level",
-      "jobs",     "timeouts",  "threads",        "max_message_mb", "limits"};
+      "jobs",     "timeouts",  "threads",        "max_message_mb", "limits",
+      "metrics", "slurm"};
   char b[80];
   if (root->type != YAML_MAPPING_NODE) {
     return err(c, root, NULL, "expected a mapping with 'jobs' at the top "
                "level, got %s", tf__spec_shown(root, b));
   }
-  yaml_node_t *f[10];
-  TF_TRY(fields(c, root, NULL, "the top level", names, 10, f));
+  yaml_node_t *f[12];
+  TF_TRY(fields(c, root, NULL, "the top level", names, 12, f));
   for (int k = 0; k < 5; k++) { /* transport first: jobs need it */
     if (f[k] != NULL) {
       TF_TRY(parse_string(c, k, f[k]));
@@ -477,6 +575,12 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   }
   if (f[9] != NULL) {
     TF_TRY(parse_limits(c, f[9]));
+  }
+  if (f[10] != NULL) {
+    TF_TRY(parse_metrics(c, f[10]));
+  }
+  if (f[11] != NULL) {
+    TF_TRY(parse_slurm(c, f[11]));
   }
   if (c->s->run_dir == NULL) {
     c->s->run_dir = tf__xasprintf("run/%s", c->s->name);
@@ -554,7 +658,7 @@ void tf_cluster_spec_free(tf_cluster_spec *s) {
     return;
   }
   for (int j = 0; j < s->n_jobs; j++) {
-    for (int t = 0; t < s->jobs[j].n_tasks; t++) {
+    for (int t = 0; s->jobs[j].addrs != NULL && t < s->jobs[j].n_tasks; t++) {
       free(s->jobs[j].addrs[t]);
     }
     free(s->jobs[j].addrs);
@@ -566,7 +670,111 @@ void tf_cluster_spec_free(tf_cluster_spec *s) {
   free(s->transport);
   free(s->checkpoint_dir);
   free(s->run_dir);
+  free(s->metrics_host);
   free(s);
+}
+
+tf_code tf_cluster_metrics_address(const tf_cluster_spec *s, const char *job, int task,
+                                   char **out, tf_status *st) {
+  *out = NULL;
+  if (s->metrics_port_offset == 0) {
+    return TF_OK;
+  }
+  TF_TRY(tf_cluster_spec_check_task(s, job, task, st));
+  const char *addr = tf_cluster_spec_job(s, job)->addrs[task];
+  const char *colon = strrchr(addr, ':');
+  long port = colon != NULL ? strtol(colon + 1, NULL, 10) : 0;
+  long mport = port + s->metrics_port_offset;
+  if (colon == NULL || port <= 0 || mport > 65535) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: metrics.port_offset %d: /job:%s/task:%d "
+                         "at '%s' would serve metrics on port %ld, outside 1..65535",
+                         s->path, s->metrics_port_offset, job, task, addr, mport);
+  }
+  if (s->metrics_host != NULL) {
+    bool v6 = strchr(s->metrics_host, ':') != NULL && s->metrics_host[0] != '[';
+    *out = tf__xasprintf(v6 ? "[%s]:%ld" : "%s:%ld", s->metrics_host, mport);
+  } else {
+    *out = tf__xasprintf("%.*s:%ld", (int)(colon - addr), addr, mport);
+  }
+  return TF_OK;
+}
+
+/* ---- addresses from a scheduler ------------------------------------------ */
+
+static void jobs_free(tf_cluster_job *jobs, int n) {
+  for (int j = 0; jobs != NULL && j < n; j++) {
+    for (int t = 0; jobs[j].addrs != NULL && t < jobs[j].n_tasks; t++) {
+      free(jobs[j].addrs[t]);
+    }
+    free(jobs[j].addrs);
+    free(jobs[j].name);
+  }
+  free(jobs);
+}
+
+/* Checks jobs as set_jobs takes them: one master task, every address
+ * well-formed for the transport, no two tasks at one endpoint. */
+static tf_code check_jobs(const tf_cluster_spec *s, const tf_cluster_job *jobs,
+                          int n_jobs, const char *source, tf_status *st) {
+  int m = 0;
+  for (int j = 0; j < n_jobs; j++) {
+    m += strcmp(jobs[j].name, "master") == 0 ? jobs[j].n_tasks : 0;
+    for (int t = 0; t < jobs[j].n_tasks; t++) {
+      char why[256];
+      if (!tf__cluster_addr_check(s->transport, jobs[j].addrs[t], why,
+                                  sizeof why)) {
+        return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: /job:%s/task:%d: "
+                             "%s (transport %s, from %s)", source,
+                             jobs[j].name, t, why, s->transport, s->path);
+      }
+    }
+  }
+  if (m != 1) {
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: expected exactly one "
+                         "master task, got %d", source, m);
+  }
+  int a, b, ja, ta, jb, tb;
+  char both[160];
+  if (find_shared(s->transport, jobs, n_jobs, &a, &b, both, sizeof both)) {
+    task_at(jobs, a, &ja, &ta);
+    task_at(jobs, b, &jb, &tb);
+    return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: /job:%s/task:%d at "
+                         "'%.80s' has the address of /job:%s/task:%d at "
+                         "'%.80s' (both are %.120s); each task needs an "
+                         "address of its own", source, jobs[jb].name, tb,
+                         jobs[jb].addrs[tb], jobs[ja].name, ta,
+                         jobs[ja].addrs[ta], both);
+  }
+  return TF_OK;
+}
+
+tf_code tf_cluster_spec_set_jobs(tf_cluster_spec *s, tf_cluster_job *jobs,
+                                 int n_jobs, const char *source,
+                                 tf_status *st) {
+  tf_code code = check_jobs(s, jobs, n_jobs, source, st);
+  if (code != TF_OK) {
+    jobs_free(jobs, n_jobs);
+    return code;
+  }
+  jobs_free(s->jobs, s->n_jobs);
+  s->jobs = jobs;
+  s->n_jobs = n_jobs;
+  s->counts = false;
+  return TF_OK;
+}
+
+tf_code tf_cluster_spec_check_addressed(const tf_cluster_spec *s,
+                                        tf_status *st) {
+  if (!s->counts) {
+    return TF_OK;
+  }
+  return tf_status_set(st, TF_FAILED_PRECONDITION, "%s gives its jobs as "
+                       "task counts (jobs.%s: %d), not addresses: only "
+                       "daemons started under Slurm (srun: SLURM_PROCID) or "
+                       "with TF_CONFIG can derive the addresses, and only "
+                       "when started without --job/--task (conf/slurm/, "
+                       "docs/operations.md)", s->path, s->jobs[0].name,
+                       s->jobs[0].n_tasks);
 }
 
 /* ---- queries ------------------------------------------------------------- */
@@ -584,7 +792,7 @@ const tf_cluster_job *tf_cluster_spec_job(const tf_cluster_spec *s,
 char *tf_cluster_task_url(const tf_cluster_spec *s, const char *job,
                           int task) {
   const tf_cluster_job *j = tf_cluster_spec_job(s, job);
-  if (j == NULL || task < 0 || task >= j->n_tasks) {
+  if (j == NULL || task < 0 || task >= j->n_tasks || j->addrs == NULL) {
     return NULL;
   }
   return tf__xasprintf("%s://%s", s->transport, j->addrs[task]);

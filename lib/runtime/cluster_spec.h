@@ -6,6 +6,12 @@
  *     master: [127.0.0.1:7070]     # exactly one master task
  *     ps: [127.0.0.1:7071]
  *     worker: [127.0.0.1:7072, 127.0.0.1:7073]
+ *   # or every job as a task count, the addresses coming from Slurm or
+ *   # TF_CONFIG when a daemon starts (task_role.h, conf/slurm/):
+ *   #   jobs: {master: 1, ps: 1, worker: 2}
+ *   slurm:                         # under Slurm (task_role.h)
+ *     base_port: 7070              # a task listens on base_port + its
+ *                                  # local id on its node
  *   timeouts:                      # milliseconds
  *     rpc_ms: 10000                # one control RPC
  *     registration_ms: 10000       # CreateSession waiting for absent tasks
@@ -28,6 +34,10 @@
  *   checkpoint_dir: /var/lib/tf/checkpoints  # resumable jobs (jobs/)
  *   run_dir: run/local             # tfctl cluster up: pid files and logs
  *   log_level: info                # err | warning | notice | info | debug
+ *   metrics:                       # Prometheus /metrics (docs/operations.md)
+ *     port_offset: 1000            # each task serves at its port + this (0: off;
+ *                                  # tcp and tls+tcp only)
+ *     host: 0.0.0.0                # default: the task's own host
  *
  * Addresses are host:port for tcp and tls+tcp, a socket path for ipc, a
  * name for inproc. No two tasks may have one endpoint: host names are
@@ -51,7 +61,7 @@
 typedef struct tf_cluster_job {
   char *name;
   int n_tasks;
-  char **addrs; /* n_tasks addresses as written */
+  char **addrs; /* n_tasks addresses as written; NULL if given as a count */
 } tf_cluster_job;
 
 typedef struct tf_cluster_spec {
@@ -80,6 +90,10 @@ typedef struct tf_cluster_spec {
   char *run_dir;             /* default "run/<name>" */
   int log_level;             /* syslog priority, default LOG_INFO */
   bool log_level_set;        /* log_level was written in the file */
+  int metrics_port_offset;   /* 0: no metrics from the spec */
+  char *metrics_host;        /* NULL: each task's own host */
+  int slurm_base_port;       /* slurm.base_port; 0 unset */
+  bool counts;               /* jobs are task counts, no addresses yet */
 } tf_cluster_spec;
 
 tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
@@ -89,11 +103,34 @@ tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
                               tf_cluster_spec **out, tf_status *st);
 void tf_cluster_spec_free(tf_cluster_spec *s);
 
+/* Replaces s's jobs with jobs (n_jobs of them, each with addresses), as
+ * Slurm or TF_CONFIG gave them (source names it in errors: "TF_CONFIG").
+ * Checks them as the file's are: exactly one master task, addresses
+ * well-formed for s's transport, no two tasks at one endpoint
+ * (INVALID_ARGUMENT). s owns jobs and their strings afterwards, also if
+ * this fails (they are freed then, s unchanged). */
+tf_code tf_cluster_spec_set_jobs(tf_cluster_spec *s, tf_cluster_job *jobs,
+                                 int n_jobs, const char *source,
+                                 tf_status *st);
+/* FAILED_PRECONDITION if s's jobs are task counts without addresses yet
+ * (what a program that cannot derive them says: tfctl, cluster up, a
+ * daemon given --job/--task), else OK. */
+tf_code tf_cluster_spec_check_addressed(const tf_cluster_spec *s,
+                                        tf_status *st);
+
 /* The job named name, or NULL. */
 const tf_cluster_job *tf_cluster_spec_job(const tf_cluster_spec *s,
                                           const char *name);
 /* The task's URL ("tcp://127.0.0.1:7072"), malloc'd; NULL if no such task. */
 char *tf_cluster_task_url(const tf_cluster_spec *s, const char *job, int task);
+/* Where task (job, task) serves its Prometheus metrics by the spec's
+ * metrics section: *out gets "host:port" (malloc'd; the task's host or
+ * metrics.host, the task's port + metrics.port_offset), or NULL when the
+ * spec has no metrics (port_offset 0 or absent). INVALID_ARGUMENT when the
+ * port would pass 65535, NOT_FOUND for an unknown task. */
+tf_code tf_cluster_metrics_address(const tf_cluster_spec *s, const char *job, int task,
+                                   char **out, tf_status *st);
+
 /* NOT_FOUND "no task /job:worker/task:5 in conf/x.yaml (job 'worker' has 2
  * tasks: 0..1)" or "no job 'x' in ... (jobs: master, ps, worker)". */
 tf_code tf_cluster_spec_check_task(const tf_cluster_spec *s, const char *job,

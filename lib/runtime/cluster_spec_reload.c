@@ -66,6 +66,11 @@ static void diff_restart_only(const tf_cluster_spec *l, const tf_cluster_spec *f
   }
   if (str_differs(l->checkpoint_dir, f->checkpoint_dir)) append(buf, len, "checkpoint_dir");
   if (str_differs(l->run_dir, f->run_dir)) append(buf, len, "run_dir");
+  if (l->metrics_port_offset != f->metrics_port_offset ||
+      str_differs(l->metrics_host, f->metrics_host)) {
+    append(buf, len, "metrics");
+  }
+  if (l->slurm_base_port != f->slurm_base_port) append(buf, len, "slurm.base_port");
 }
 
 void tf_cluster_spec_reload(tf_cluster_spec *live, const tf_cluster_spec *fresh,

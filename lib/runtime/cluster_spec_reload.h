@@ -4,8 +4,9 @@
  * (log_level and the timeouts rpc_ms, registration_ms, step_ms,
  * heartbeat_ms, down_after_ms, drain_ms, limits.session_ttl_ms) are
  * stored into the live spec, atomically each; every other difference
- * (the task list, the transport, threads, caps, directories) needs a
- * restart and is only reported. */
+ * (the task list, the transport, threads, caps, directories, metrics,
+ * slurm) needs a restart and is only reported. A daemon whose addresses
+ * come from Slurm or TF_CONFIG derives them for the fresh spec first. */
 #ifndef TF_RUNTIME_CLUSTER_SPEC_RELOAD_H
 #define TF_RUNTIME_CLUSTER_SPEC_RELOAD_H
 

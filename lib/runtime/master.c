@@ -541,6 +541,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   pthread_cond_init(&m->inflight_cv, NULL);
   pthread_cond_init(&m->timer_cv, NULL);
   tf__strmap_init(&m->sessions);
+  tf__step_metrics_init(&m->step_metrics, "master");
   tf_code rc = add_tasks(m, st);
   if (rc == TF_OK) {
     tf__ms_timer_start(m);
@@ -555,6 +556,7 @@ tf_code tf_master_start(const tf_cluster_spec *spec, tf_master **out,
   tf_log(LOG_INFO, "master serving on %s for %d task(s) of %s", m->url,
          m->n_tasks, spec->path);
   tf__ms_registry_reload(m);
+  m->collector = tf__ms_metrics_start(m);
   *out = m;
   return TF_OK;
 }
@@ -604,6 +606,7 @@ static void wait_calls(tf_master *m, bool senders_only) {
 
 void tf_master_free(tf_master *m) {
   if (m == NULL) return;
+  tf_metrics_remove_collector(tf_metrics_global(), m->collector);
   if (m->srv != NULL) {
     tf__ms_jobs_free(m); /* their threads call this master */
   }

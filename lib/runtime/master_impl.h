@@ -17,6 +17,7 @@
 #include "lib/runtime/partition.h"
 #include "lib/runtime/placement.h"
 #include "lib/transport/messages.h"
+#include "lib/runtime/rt_metrics.h"
 #include "lib/transport/rpc.h"
 
 /* Jobs (master_jobs.c): active at once, and kept in all. */
@@ -119,6 +120,8 @@ struct tf_master {
   uint64_t job_seq;
   bool draining_jobs;  /* no new jobs */
   int ckpt_waits;      /* JobControl checkpoints waiting for their job (jobs_mu) */
+  tf__step_metrics step_metrics; /* Prometheus (rt_metrics.h) */
+  tf_metrics_collector *collector;
 };
 
 /* A writer for the OK reply to req, from the master (its task name and

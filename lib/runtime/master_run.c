@@ -43,6 +43,7 @@ struct ms_step {
   bool has_sig;
   int64_t deadline_ms;     /* 0: none */
   int64_t deadline_ns;     /* absolute (tf__now_ns); 0: none; set before tracking */
+  int64_t start_ns;        /* RunStep's arrival, for tf_step_duration_seconds */
   /* under mu: */
   bool finished;
   int attempt;
@@ -115,6 +116,7 @@ static void untrack(tf_master *m, ms_step *s, tf_code outcome) {
   }
   if (m->n_steps == 0) pthread_cond_broadcast(&m->idle_cv);
   pthread_mutex_unlock(&m->mu);
+  tf__step_metrics_done(&m->step_metrics, s->start_ns, outcome);
 }
 
 /* ---- finishing ------------------------------------------------------------ */
@@ -494,6 +496,7 @@ static ms_step *step_new(tf_master *m, struct tf_rpc_call *call, tf_status *st) 
   pthread_mutex_init(&s->mu, NULL);
   tf__ref_init(&s->refs, 1);
   s->m = m;
+  s->start_ns = tf__now_ns();
   s->session = req->h.session;
   s->deadline_ms = req->h.deadline_ms > 0 ? req->h.deadline_ms : m->spec->step_timeout_ms;
   if (s->deadline_ms > 0) s->deadline_ns = tf__now_ns() + s->deadline_ms * 1000000;

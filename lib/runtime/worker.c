@@ -307,6 +307,7 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
   tf__strmap_init(&w->graphs);
   tf__strmap_init(&w->owners);
   tf__strmap_init(&w->clients);
+  tf__step_metrics_init(&w->step_metrics, "worker");
   /* The task's own address first: the stream's port is any free one, and
    * the kernel may hand out the configured port for it while that is
    * still unbound (a peer asking in between gets no stream, and
@@ -319,6 +320,7 @@ tf_code tf_worker_start(const tf_cluster_spec *spec, const char *job, int task,
   } else {
     tf_log(LOG_INFO, "serving %s on %s (incarnation %016" PRIx64 ")",
            w->dev_name, url, w->incarnation);
+    w->collector = tf__wk_metrics_start(w);
     *out = w;
   }
   free(url);
@@ -365,6 +367,7 @@ static void free_owner(void *v) {
 
 void tf_worker_free(tf_worker *w) {
   if (w == NULL) return;
+  tf_metrics_remove_collector(tf_metrics_global(), w->collector);
   if (w->srv != NULL) {
     /* Refuse new steps, end the running ones and wait for their
      * callbacks (each has then sent its reply), then stop serving. */

@@ -24,6 +24,7 @@
 #include "lib/core/base/strmap.h"
 #include "lib/core/base/workqueue.h"
 #include "lib/rendezvous/rendezvous_mgr.h"
+#include "lib/runtime/rt_metrics.h"
 #include "lib/runtime/worker.h"
 #include "lib/transport/messages.h"
 #include "lib/transport/rpc.h"
@@ -82,6 +83,7 @@ typedef struct wk_step {
   tf_step_ctx ctx;
   int64_t deadline_ns;  /* CLOCK_MONOTONIC; 0: none */
   int64_t deadline_ms;  /* as the request gave it */
+  int64_t start_ns;     /* RunGraph's arrival, for tf_step_duration_seconds */
   bool exec_done;       /* w->mu: the executor called back */
   int pending;          /* w->mu: its pushes not yet answered */
   bool finished;        /* w->mu: over; its reply is being sent */
@@ -122,6 +124,8 @@ struct tf_worker {
   struct wk_peer *peers;
   struct wk_sclient **retired;
   int n_retired, cap_retired;
+  tf__step_metrics step_metrics; /* Prometheus (rt_metrics.h) */
+  tf_metrics_collector *collector;
 };
 
 /* A writer for the OK reply to req, from this task (its name and

@@ -86,6 +86,7 @@ static void step_finish(wk_step *s) {
   tf_rdv_step_unref(s->rdv);
   s->rdv = NULL;
   atomic_fetch_add(&w->steps_run, 1);
+  tf__step_metrics_done(&w->step_metrics, s->start_ns, st.code);
   for (int i = 0; s->rets != NULL && i < s->req.n_rets; i++) tf_tensor_unref(s->rets[i]);
   free(s->rets);
   free(s->tr.stats);
@@ -147,6 +148,7 @@ static wk_step *step_new(tf_worker *w, struct tf_rpc_call *call, tf_status *st) 
   tf__ref_init(&s->refs, 1); /* the registry's */
   tf_status_init(&s->st);
   s->deadline_ms = req->h.deadline_ms;
+  s->start_ns = tf__now_ns();
   s->deadline_ns = s->deadline_ms > 0 ? tf__now_ns() + s->deadline_ms * 1000000 : 0;
   if (tf__wk_step_admit(w, s, st) != TF_OK) {
     tf__wk_graph_put(w, s->g);

@@ -11,6 +11,7 @@
  * in rpc_conn.c; an NNG timer sweeps idle ones. Stop waits on counters
  * (slots not parked), never on a sleep, and frees only when no callback
  * can run. */
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "lib/core/base/util.h"
+#include "lib/transport/peer_metrics.h"
 #include "lib/transport/rpc_server.h"
 
 #define DEFAULT_MAX_MSG_BYTES (256LL << 20)
@@ -123,6 +125,9 @@ static void call_finish(tf__rpc_call *c, nng_msg *m) {
   if (c->counted) {
     atomic_fetch_add(&c->s->served, 1);
   }
+  if (c->peer != NULL) {
+    tf__peer_sent(c->peer, nng_msg_len(m));
+  }
   tf_wire_msg_free(c->req);
   c->req = NULL;
   send_reply(c, m);
@@ -132,6 +137,7 @@ static void call_finish(tf__rpc_call *c, nng_msg *m) {
 static void call_error(tf__rpc_call *c, const tf_status *st) {
   tf_rpc_server *s = c->s;
   tf_wire_header none = {.to = s->self_task, .to_inc = s->self_inc};
+  tf__rpc_count_error("server", atomic_load(&c->method), st->code);
   nng_msg *m = NULL;
   tf_status err;
   if (tf_wire_error_reply(c->req != NULL ? &c->req->h : &none, st, &m,
@@ -157,6 +163,7 @@ static void on_recv(tf__rpc_call *c, int rv) {
     m = NULL;
     c->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(c->in));
     c->req = NULL;
+    c->peer = NULL;
     c->track = c->counted = false;
     atomic_store(&c->method, -1);
     atomic_store(&c->request_id, 0);
@@ -281,6 +288,27 @@ static bool acceptable(tf_rpc_server *s, tf_wire_header *h, tf_status *st) {
   return true;
 }
 
+/* The remote host of pipe p ("127.0.0.1", "::1"), or the transport's name
+ * ("ipc", "inproc") where there is no host: a peer's name for its metrics
+ * when the request names no task (tfctl). The port is left out: a client
+ * reconnecting from a new port is the same peer. */
+static void pipe_host(nng_pipe p, char *buf, size_t n) {
+  nng_sockaddr sa;
+  snprintf(buf, n, "unknown");
+  if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0) {
+    return;
+  }
+  if (sa.s_family == NNG_AF_INET) {
+    inet_ntop(AF_INET, &sa.s_in.sa_addr, buf, (socklen_t)n);
+  } else if (sa.s_family == NNG_AF_INET6) {
+    inet_ntop(AF_INET6, sa.s_in6.sa_addr, buf, (socklen_t)n);
+  } else if (sa.s_family == NNG_AF_IPC) {
+    snprintf(buf, n, "ipc");
+  } else if (sa.s_family == NNG_AF_INPROC) {
+    snprintf(buf, n, "inproc");
+  }
+}
+
 /* Parses and checks the call's request; true when the handler must run,
  * false when the call was answered or waits for its original. */
 static bool admit(tf__rpc_call *c) {
@@ -289,14 +317,26 @@ static bool admit(tf__rpc_call *c) {
   tf_status_init(&st);
   nng_msg *in = c->in;
   c->in = NULL;
+  size_t in_len = nng_msg_len(in);
+  nng_pipe pipe = nng_msg_get_pipe(in);
+  char host[64];
   if (tf_wire_parse(in, &c->req, &st) != TF_OK) {
     c->req = NULL;
+    pipe_host(pipe, host, sizeof host);
+    c->peer = tf__peer_metrics_of(host);
+    tf__peer_received(c->peer, in_len);
     atomic_fetch_add(&s->rejected, 1);
     tf_status_prefix(&st, "malformed request to %s", s->url);
     call_error(c, &st);
     return false;
   }
   tf_wire_header *h = &c->req->h;
+  bool named = h->from != NULL && h->from[0] != '\0';
+  if (!named) {
+    pipe_host(pipe, host, sizeof host);
+  }
+  c->peer = tf__peer_metrics_of(named ? h->from : host);
+  tf__peer_received(c->peer, in_len);
   atomic_store(&c->method, h->method);
   atomic_store(&c->request_id, h->request_id);
   atomic_store(&c->step_id, h->step_id);

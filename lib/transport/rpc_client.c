@@ -18,6 +18,7 @@
 
 #include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
+#include "lib/transport/peer_metrics.h"
 #include "lib/transport/rpc.h"
 #include "lib/transport/rpc_probe.h"
 
@@ -50,6 +51,7 @@ struct tf_rpc_client {
   int n_idle[2];
   tf__refcount refs;     /* the owner's plus one per call in flight */
   atomic_int pipes;      /* connections to the peer now */
+  const tf__peer_metrics *peer; /* expect_task, else the URL */
 };
 
 /* Set while a done callback runs on an NNG thread. */
@@ -161,6 +163,7 @@ tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
   c->url = tf__xstrdup(o->url);
   c->expect_task = tf__xstrdup(o->expect_task != NULL ? o->expect_task : "");
   c->keep = o->pool > 0 ? o->pool : DEFAULT_POOL;
+  c->peer = tf__peer_metrics_of(c->expect_task[0] != '\0' ? c->expect_task : c->url);
   pthread_mutex_init(&c->mu, NULL);
   int rv = nng_req0_open(&c->sock);
   if (rv != 0) {
@@ -285,6 +288,7 @@ static tf_code reply_status(const tf_rpc_client *c, int method, nng_msg *m,
                             tf_wire_msg **out, tf_status *st) {
   *out = NULL;
   tf_wire_msg *r;
+  tf__peer_received(c->peer, nng_msg_len(m));
   if (tf_wire_parse(m, &r, st) != TF_OK) {
     tf_status_prefix(st, "%s to %s: malformed reply", tf_method_name(method),
                      c->url);
@@ -319,6 +323,9 @@ static nng_duration ms_left(int64_t deadline_ns) {
  * free the client: the call's reference keeps it until then). */
 static void call_end(pair *p, const tf_status *st, tf_wire_msg *reply) {
   tf_rpc_client *c = p->c;
+  if (st->code != TF_OK) {
+    tf__rpc_count_error("client", p->method, st->code);
+  }
   in_done = true;
   p->done(p->arg, st, reply);
   in_done = false;
@@ -379,6 +386,7 @@ void tf_rpc_call_async(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
   p->done = done;
   p->arg = arg;
   tf__ref_get(&c->refs);
+  tf__peer_sent(c->peer, nng_msg_len(req));
   nng_aio_set_msg(p->aio, req);
   nng_aio_set_timeout(p->aio, (nng_duration)TF_MIN(timeout_ms, INT32_MAX));
   nng_ctx_send(p->ctx, p->aio);
@@ -417,6 +425,7 @@ tf_code tf_rpc_call(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
     return op_status(c, method, timeout_ms, rv, true, st);
   }
   tf__ref_get(&c->refs);
+  tf__peer_sent(c->peer, nng_msg_len(req));
   nng_aio_set_msg(p->aio, req);
   rv = run_op(p, false, (nng_duration)TF_MIN(timeout_ms, INT32_MAX));
   if (rv != 0) {
@@ -430,6 +439,9 @@ tf_code tf_rpc_call(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
   pair_put(p, false);
   tf_code code = rv != 0 ? op_status(c, method, timeout_ms, rv, true, st)
                          : reply_status(c, method, m, reply, st);
+  if (code != TF_OK) {
+    tf__rpc_count_error("client", method, code);
+  }
   client_unref(c);
   return code;
 }

@@ -49,6 +49,7 @@ struct tf_rpc_call {
   int method;             /* of the request, kept for logs after req is freed */
   uint64_t request_id, step_id;
   int64_t start_ns;
+  const struct tf__peer_metrics *peer; /* the requester's series; NULL until admitted */
   /* A retry waiting for its original (under the retry table's lock). */
   tf__retry_entry *wait_entry;
   tf__rpc_call *wait_next;

@@ -23,6 +23,7 @@
 
 #include "lib/core/base/util.h"
 #include "lib/transport/tensor_stream.h"
+#include "lib/transport/peer_metrics.h"
 #include "lib/transport/tstream_frame.h"
 #include "lib/transport/tstream_util.h"
 
@@ -35,6 +36,7 @@ typedef struct tsend {
   nng_iov iov[3];          /* what is left to write */
   unsigned niov;
   char key[128];           /* for messages (truncated) */
+  size_t bytes;            /* the whole frame's */
   tf_tstream_done done;
   void *arg;
   tf_status st;            /* the outcome, set before done runs */
@@ -63,6 +65,7 @@ struct tf_tstream_client {
   tsend *head, *tail;      /* queued, not yet on a connection */
   int n_queued;
   tconn *conns;            /* o.max_connections of them */
+  const tf__peer_metrics *peer; /* the first frame's "to" (one task per URL) */
 };
 
 /* Work collected under the lock and done after it: finished frames
@@ -302,6 +305,7 @@ static void send_cb(void *arg) {
   }
   k->cur = NULL;
   if (all) {
+    tf__peer_sent(c->peer, x->bytes);
     finish(&a, x); /* every byte is the kernel's now */
     if (k->state == C_BUSY) {
       k->state = C_READY;
@@ -472,7 +476,11 @@ void tf_tstream_send(tf_tstream_client *c, const tf_tstream_hdr *h,
   if (t != NULL && t->nbytes > 0) {
     x->iov[x->niov++] = (nng_iov){t->data, t->nbytes};
   }
+  x->bytes = sizeof x->prefix + hl + (t != NULL ? t->nbytes : 0);
   pthread_mutex_lock(&c->mu);
+  if (c->peer == NULL) {
+    c->peer = tf__peer_metrics_of(h->to != NULL ? h->to : c->url);
+  }
   if (c->closing) {
     fail(&a, x, TF_UNAVAILABLE, "tensor stream to %s: key '%s': the client "
          "is being freed", c->url, x->key);

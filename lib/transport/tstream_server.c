@@ -21,6 +21,7 @@
 
 #include "lib/core/base/util.h"
 #include "lib/transport/tensor_stream.h"
+#include "lib/transport/peer_metrics.h"
 #include "lib/transport/tstream_frame.h"
 #include "lib/transport/tstream_util.h"
 
@@ -37,6 +38,8 @@ typedef struct sconn {
   char host[64];
   uint8_t *hbuf;             /* header bytes, capacity hcap */
   size_t hcap;
+  const tf__peer_metrics *pm; /* the series of pm_from, the last sender */
+  char pm_from[128];
 } sconn;
 
 struct tf_tstream_server {
@@ -283,6 +286,17 @@ static void note_end(sconn *c, outcome o, const tf_tstream_hdr *h,
   }
 }
 
+/* Counts a frame of n bytes from task from (its host when unnamed); the
+ * series are looked up again only when the sender changes. */
+static void count_frame(sconn *c, const char *from, size_t n) {
+  const char *who = from != NULL && from[0] != '\0' ? from : c->host;
+  if (c->pm == NULL || strcmp(c->pm_from, who) != 0) {
+    c->pm = tf__peer_metrics_of(who);
+    snprintf(c->pm_from, sizeof c->pm_from, "%s", who);
+  }
+  tf__peer_received(c->pm, n);
+}
+
 /* Reads and delivers frames until the connection ends. */
 static void serve(sconn *c) {
   tf_tstream_server *s = c->s;
@@ -311,6 +325,7 @@ static void serve(sconn *c) {
       atomic_fetch_add(&s->frames, 1);
       atomic_fetch_add(&s->payload_bytes, p.payload_len);
     }
+    count_frame(c, d.h.from, TF__TSTREAM_PREFIX_BYTES + p.header_len + p.payload_len);
     tf_tensor_unref(t);
     tf__tstream_decoded_fini(&d);
   }

@@ -112,7 +112,8 @@ END_TEST
 /* Every "--flag" a conf file's comments mention is one tfmaster or
  * tfworker accepts (the files tell people how to start the daemons). */
 static int check_daemon_flags(const char *path) {
-  static const char *const known[] = {"--config", "--job", "--task", "--log-level"};
+  static const char *const known[] = {"--config", "--job", "--task", "--log-level",
+                                       "--metrics-address"};
   FILE *f = fopen(path, "r");
   ck_assert_msg(f != NULL, "%s", path);
   char line[512];
@@ -655,6 +656,53 @@ START_TEST(test_duplicate_addresses) {
 }
 END_TEST
 
+/* metrics: {port_offset, host}: each task's address at its port + the
+ * offset, on its own host or metrics.host; off when absent or 0; errors
+ * name file:line:col; ipc/inproc have no port to offset. */
+START_TEST(test_metrics_section) {
+  tf_status st;
+  tf_status_init(&st);
+  char *a = NULL;
+  tf_cluster_spec *s = parse_ok("jobs: {master: ['127.0.0.1:7070'], worker: ['h1:7072', "
+                                "'[::1]:7073']}\n");
+  ck_assert_int_eq(tf_cluster_metrics_address(s, "worker", 0, &a, &st), TF_OK);
+  ck_assert_ptr_null(a); /* absent: off */
+  tf_cluster_spec_free(s);
+  s = parse_ok("jobs: {master: ['127.0.0.1:7070'], worker: ['h1:7072', '[::1]:7073']}\n"
+               "metrics: {port_offset: 1000}\n");
+  ck_assert_int_eq(s->metrics_port_offset, 1000);
+  ck_assert_int_eq(tf_cluster_metrics_address(s, "master", 0, &a, &st), TF_OK);
+  ck_assert_str_eq(a, "127.0.0.1:8070");
+  free(a);
+  ck_assert_int_eq(tf_cluster_metrics_address(s, "worker", 1, &a, &st), TF_OK);
+  ck_assert_str_eq(a, "[::1]:8073");
+  free(a);
+  ck_assert_int_eq(tf_cluster_metrics_address(s, "worker", 2, &a, &st), TF_NOT_FOUND);
+  tf_cluster_spec_free(s);
+  s = parse_ok("jobs: {master: ['127.0.0.1:65000'], worker: ['h1:7072']}\n"
+               "metrics: {port_offset: 1000, host: 0.0.0.0}\n");
+  ck_assert_int_eq(tf_cluster_metrics_address(s, "worker", 0, &a, &st), TF_OK);
+  ck_assert_str_eq(a, "0.0.0.0:8072");
+  free(a);
+  ck_assert_int_eq(tf_cluster_metrics_address(s, "master", 0, &a, &st), TF_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(st.msg, "port 66000, outside 1..65535") != NULL, "%s", st.msg);
+  tf_cluster_spec_free(s);
+  ck_assert_str_eq(parse_msg("jobs: {master: [h:1]}\nmetrics: {port_offset: -1}\n", &st),
+                   "d.yaml:2:24: metrics.port_offset: expected an integer in 0..65534 "
+                   "(0: no metrics; each task serves them at its port + this), got '-1'");
+  ck_assert_str_eq(parse_msg("jobs: {master: [h:1]}\nmetrics: {port: 1}\n", &st),
+                   "d.yaml:2:11: unknown key 'port' in 'metrics' (expected port_offset, host)");
+  ck_assert_str_eq(parse_msg("jobs: {master: [h:1]}\nmetrics: {host: ''}\n", &st),
+                   "d.yaml:2:17: metrics.host: expected a host name or address, got ''");
+  ck_assert_str_eq(parse_msg("transport: ipc\njobs: {master: [m.sock]}\n"
+                             "metrics: {port_offset: 5}\n", &st),
+                   "d.yaml:3:24: metrics.port_offset: transport ipc has no ports to offset; "
+                   "serve metrics with tfmaster/tfworker --metrics-address HOST:PORT");
+  ck_assert_str_eq(parse_msg("transport: ipc\njobs: {master: [m.sock]}\n"
+                             "metrics: {port_offset: 0}\n", &st), "");
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("cluster_spec");
   TCase *tc = tcase_create("core");
@@ -668,6 +716,7 @@ Suite *tt_suite(void) {
                       (int)(sizeof bad_cases / sizeof bad_cases[0]));
   tcase_add_test(tc, test_load_file);
   tcase_add_test(tc, test_duplicate_addresses);
+  tcase_add_test(tc, test_metrics_section);
   tcase_add_test(tc, test_random_round_trip);
   tcase_add_test(tc, test_random_corruption);
   suite_add_tcase(s, tc);
