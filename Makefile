@@ -2,7 +2,8 @@
 #   make              build build/lib/libtf.a, build/lib/libtf.so and the programs
 #   make check        install missing deps, build and run every unit test
 #   make install PREFIX=/usr/local DESTDIR=   headers, libraries, tf.pc, programs,
-#                     conf examples and docs (make uninstall removes them)
+#                     conf examples, docs, the systemd units and /etc/tf/cluster.yaml
+#                     (make uninstall removes them)
 #   make SANITIZE=address,undefined check   the same under sanitizers
 #   make lint         scripts/lint.py: layer direction, purpose comments, lengths,
 #                     libtf.so's exported symbols, cppcheck (LINT_RULES="layers purpose"
@@ -347,12 +348,20 @@ docdir      ?= $(datadir)/doc/tf
 confdir     ?= $(datadir)/tf/conf
 completionsdir ?= $(datadir)/bash-completion/completions
 pkgconfigdir ?= $(libdir)/pkgconfig
+# /etc for the system prefixes (the units read /etc/tf/cluster.yaml), else
+# under PREFIX; systemd 252 reads units from /usr/local/lib/systemd/system
+# and /usr/lib/systemd/system (systemd-analyze unit-paths).
+sysconfdir  ?= $(if $(filter /usr /usr/local,$(PREFIX)),/etc,$(PREFIX)/etc)
+systemdunitdir ?= $(PREFIX)/lib/systemd/system
 INSTALL     ?= install
 
 INST_HEADERS := $(sort $(wildcard include/tf/*.h))
 INST_CONF    := $(sort $(wildcard conf/*.yaml))
 INST_DOCS    := README.md $(sort $(wildcard docs/*.md))
 INST_PROGS   := $(notdir $(CMD_BINS))
+INST_UNITS   := systemd/tfmaster.service systemd/tfworker@.service
+# The units name /usr/local/bin, its docs and /etc/tf: the installed paths.
+UNIT_SED = s|/usr/local/bin/|$(bindir)/|g; s|/usr/local/share/doc/tf/|$(docdir)/|g; s|/etc/tf/|$(sysconfdir)/tf/|g
 # A directory for tf.pc, relative to ${prefix} when it is under PREFIX.
 pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 # Static-link flags for tf.pc: the dependencies of libtf.a, one of each.
@@ -374,9 +383,16 @@ install: $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 	$(INSTALL) -m 644 cmd/tfctl/tfctl.bash $(DESTDIR)$(completionsdir)/tfctl
 	$(INSTALL) -m 644 $(INST_CONF) $(DESTDIR)$(confdir)/
 	$(INSTALL) -m 644 $(INST_DOCS) $(DESTDIR)$(docdir)/
+	$(INSTALL) -d $(DESTDIR)$(systemdunitdir) $(DESTDIR)$(sysconfdir)/tf
+	for u in $(INST_UNITS); do sed -e '$(UNIT_SED)' $$u > $(DESTDIR)$(systemdunitdir)/$${u##*/} && \
+	  chmod 644 $(DESTDIR)$(systemdunitdir)/$${u##*/} || exit 1; done
+	@if [ -e $(DESTDIR)$(sysconfdir)/tf/cluster.yaml ]; then \
+	  echo "install: keeping the existing $(DESTDIR)$(sysconfdir)/tf/cluster.yaml"; \
+	else $(INSTALL) -m 644 systemd/cluster.yaml $(DESTDIR)$(sysconfdir)/tf/cluster.yaml; fi
 
-# Removes exactly what install put there, then the directories that are
-# tf's own (include/tf, share/tf, share/doc/tf) if they are empty.
+# Removes exactly what install put there (the example config only while it
+# is unchanged), then the directories that are tf's own (include/tf,
+# share/tf, share/doc/tf, etc/tf) if they are empty.
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(includedir)/tf/,$(notdir $(INST_HEADERS)))
 	rm -f $(addprefix $(DESTDIR)$(libdir)/,libtf.a libtf.so $(SONAME) libtf.so.$(VERSION))
@@ -385,7 +401,11 @@ uninstall:
 	rm -f $(DESTDIR)$(completionsdir)/tfctl
 	rm -f $(addprefix $(DESTDIR)$(confdir)/,$(notdir $(INST_CONF)))
 	rm -f $(addprefix $(DESTDIR)$(docdir)/,$(notdir $(INST_DOCS)))
-	@for d in $(DESTDIR)$(includedir)/tf $(DESTDIR)$(confdir) $(DESTDIR)$(datadir)/tf $(DESTDIR)$(docdir); do \
+	rm -f $(addprefix $(DESTDIR)$(systemdunitdir)/,$(notdir $(INST_UNITS)))
+	@c=$(DESTDIR)$(sysconfdir)/tf/cluster.yaml; if cmp -s systemd/cluster.yaml $$c; then rm -f $$c; \
+	  elif [ -e $$c ]; then echo "uninstall: keeping $$c (changed since install)"; fi
+	@for d in $(DESTDIR)$(includedir)/tf $(DESTDIR)$(confdir) $(DESTDIR)$(datadir)/tf $(DESTDIR)$(docdir) \
+	  $(DESTDIR)$(sysconfdir)/tf; do \
 	  rmdir "$$d" 2>/dev/null || true; done
 
 clean:

@@ -8,6 +8,7 @@ PKGS=(
   build-essential pkg-config
   libuv1-dev libnng-dev libmsgpack-dev libyaml-dev check
   libopenblas-dev libdnnl-dev zlib1g-dev libsystemd-dev
+  systemd-container debootstrap
   python3-numpy python3-yaml cppcheck
   libmicrohttpd-dev prometheus curl
   dataset-fashion-mnist

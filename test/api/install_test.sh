@@ -3,11 +3,14 @@
 #
 # 1. make install DESTDIR=<tmp>/stage PREFIX=/usr/local: the exact file
 #    list (headers, libtf.a, libtf.so.X.Y.Z and its two links, tf.pc, the
-#    three programs, conf/*.yaml, docs), tf.pc's fields; then
+#    three programs, conf/*.yaml, docs, the two systemd units and
+#    etc/tf/cluster.yaml), the units' paths, tf.pc's fields; then
 #    examples/square/square.c built with only `pkg-config --cflags --libs
 #    tf` (PKG_CONFIG_SYSROOT_DIR into the stage) runs against the staged
 #    libtf.so; the C++ API test's header set compiles from the stage; the
-#    installed tfctl runs; make uninstall leaves no file behind.
+#    installed tfctl runs; a second install keeps an edited
+#    etc/tf/cluster.yaml and uninstall leaves it; otherwise make uninstall
+#    leaves no file behind.
 # 2. make install PREFIX=<tmp>/prefix: the static link documented in tf.pc
 #    (static_libs: libtf.a inside --whole-archive) gives a program with no
 #    libtf.so dependency that runs; uninstall again.
@@ -73,6 +76,8 @@ expected_files() {
   for c in conf/*.yaml; do echo "usr/local/share/tf/conf/${c##*/}"; done
   echo usr/local/share/doc/tf/README.md
   for d in docs/*.md; do echo "usr/local/share/doc/tf/${d##*/}"; done
+  printf 'usr/local/lib/systemd/system/%s\n' tfmaster.service tfworker@.service
+  echo etc/tf/cluster.yaml
 }
 
 installed_files() { (cd "$1" && find . \( -type f -o -type l \) | sed 's|^\./||' | sort); }
@@ -84,7 +89,33 @@ layout() {
   [ "$(readlink "$usr/lib/libtf.so")" = "libtf.so.$major" ] &&
     [ "$(readlink "$usr/lib/libtf.so.$major")" = "libtf.so.$version" ] &&
     [ -x "$usr/bin/tfctl" ] && [ -x "$usr/bin/tfmaster" ] && [ -x "$usr/bin/tfworker" ] &&
-    cmp -s include/tf/tf.h "$usr/include/tf/tf.h"
+    cmp -s include/tf/tf.h "$usr/include/tf/tf.h" &&
+    cmp -s systemd/cluster.yaml "$stage/etc/tf/cluster.yaml"
+}
+
+# The installed units start the installed programs with the example config.
+unit_paths() {
+  local units=$usr/lib/systemd/system
+  grep -qx 'ExecStart=/usr/local/bin/tfmaster --config /etc/tf/cluster.yaml' "$units/tfmaster.service" &&
+    grep -qx 'ExecStart=/usr/local/bin/tfworker --config /etc/tf/cluster.yaml --instance %i' \
+      "$units/tfworker@.service" ||
+    { grep -H '^ExecStart=' "$units"/*.service; return 1; }
+}
+prefix_unit_paths() { # the same under PREFIX=<tmp>/prefix: bin and etc there
+  grep -qx "ExecStart=$prefix/bin/tfworker --config $prefix/etc/tf/cluster.yaml --instance %i" \
+    "$prefix/lib/systemd/system/tfworker@.service" && [ -f "$prefix/etc/tf/cluster.yaml" ] ||
+    { grep -H '^ExecStart=' "$prefix/lib/systemd/system/tfworker@.service"; return 1; }
+}
+
+# An operator's edits to etc/tf/cluster.yaml survive a second install and
+# uninstall; the edited file is what remains.
+config_kept() {
+  local c=$stage/etc/tf/cluster.yaml
+  mk install DESTDIR="$stage" PREFIX=/usr/local && echo '# edited' >>"$c" &&
+    mk install DESTDIR="$stage" PREFIX=/usr/local &&
+    tail -n 1 "$c" | grep -qx '# edited' && mk uninstall DESTDIR="$stage" PREFIX=/usr/local &&
+    [ "$(installed_files "$stage")" = etc/tf/cluster.yaml ] && rm -f "$c" && rmdir "$stage/etc/tf" ||
+    { echo "cluster.yaml: $(tail -n 1 "$c" 2>&1)"; installed_files "$stage"; return 1; }
 }
 
 pc_fields() {
@@ -141,7 +172,7 @@ completion() {
 nothing_left() {
   installed_files "$1" >"$tmp/left.txt"
   [ ! -s "$tmp/left.txt" ] || { echo "left after uninstall:"; cat "$tmp/left.txt"; return 1; }
-  for d in "$2/include/tf" "$2/share/tf" "$2/share/doc/tf"; do
+  for d in "$2/include/tf" "$2/share/tf" "$2/share/doc/tf" "$1/etc/tf"; do
     [ ! -e "$d" ] || { echo "left after uninstall: $d"; return 1; }
   done
 }
@@ -149,6 +180,7 @@ nothing_left() {
 PC_PATH=$usr/lib/pkgconfig PC_SYSROOT=$stage
 check "make install DESTDIR PREFIX=/usr/local" mk install DESTDIR="$stage" PREFIX=/usr/local
 check "installed file list" layout
+check "installed units' ExecStart" unit_paths
 check "tf.pc" pc_fields
 check "square.c with pkg-config --cflags --libs tf" shared_program
 check "public headers as C++ from the install" cxx_headers
@@ -156,6 +188,7 @@ check "installed tfctl runs" installed_tfctl
 check "bash completion for tfctl" completion
 check "make uninstall" mk uninstall DESTDIR="$stage" PREFIX=/usr/local
 check "nothing left after uninstall" nothing_left "$stage" "$usr"
+check "an edited cluster.yaml is kept" config_kept
 
 prefix=$tmp/prefix
 PC_PATH=$prefix/lib/pkgconfig PC_SYSROOT=
@@ -169,6 +202,7 @@ static_program() {
   want_out | diff -u - "$tmp/out_static.txt"
 }
 check "make install PREFIX=<tmp>" mk install PREFIX="$prefix"
+check "units and config under PREFIX=<tmp>" prefix_unit_paths
 check "square.c linked statically with tf.pc's static_libs" static_program
 check "make uninstall PREFIX=<tmp>" mk uninstall PREFIX="$prefix"
 check "nothing left after uninstall (prefix)" nothing_left "$prefix" "$prefix"
