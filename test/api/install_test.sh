@@ -37,22 +37,8 @@ check() { # check NAME COMMAND...
   fi
 }
 
-# A make nested in make check: keep its variables (OPT=, SANITIZE=, ...,
-# so nothing rebuilds) but not its jobserver, which is not passed here.
-MAKEFLAGS=$(printf '%s' "${MAKEFLAGS:-}" | sed -E 's/--jobserver-(auth|fds)=[^ ]*//g; s/(^| )-j[0-9]*( |$)/ /g')
-export MAKEFLAGS
-# make with the caller's environment; the flags stamp must not change (a
-# change would mean the install rebuilt the tree with other flags).
-mk() {
-  local before after
-  before=$(cat "$build/flags.stamp" 2>/dev/null)
-  make --no-print-directory -C "$root" "$@" >"$tmp/make.log" 2>&1 ||
-    { cat "$tmp/make.log"; return 1; }
-  after=$(cat "$build/flags.stamp" 2>/dev/null)
-  [ "$before" = "$after" ] || { echo "make $*: the flags stamp changed (a rebuild)"; return 1; }
-  ! grep -qE -e "-o $build/|^ar " "$tmp/make.log" ||
-    { echo "make $* built something:"; grep -E -e "-o $build/|^ar " "$tmp/make.log" | head -5; return 1; }
-}
+# MAKEFLAGS without the jobserver, and mk (nested_make.sh).
+. "$root/test/api/nested_make.sh"
 # pkg-config over the installed tree only (PC_PATH, PC_SYSROOT).
 pc() {
   PKG_CONFIG_PATH=$PC_PATH PKG_CONFIG_LIBDIR=$PC_PATH PKG_CONFIG_SYSROOT_DIR=${PC_SYSROOT:-} pkg-config "$@"

@@ -134,20 +134,8 @@ mount -t overlay overlay -o "lowerdir=$cache,upperdir=$tmp/upper,workdir=$tmp/wo
   { rmdir "$rootfs" && cp -a "$cache" "$rootfs"; } || { echo "nspawn_test: cannot copy $cache"; exit 1; }
 echo "     rootfs ready after $(( $(date +%s) - t0 )) s"
 
-# A make nested in make check: its variables (SANITIZE=...) but not its
-# jobserver; nothing may be rebuilt (install_test.sh).
-MAKEFLAGS=$(printf '%s' "${MAKEFLAGS:-}" | sed -E 's/--jobserver-(auth|fds)=[^ ]*//g; s/(^| )-j[0-9]*( |$)/ /g')
-export MAKEFLAGS
-mk() {
-  local before after
-  before=$(cat "$build/flags.stamp" 2>/dev/null)
-  make --no-print-directory -C "$root" "$@" >"$tmp/make.log" 2>&1 ||
-    { cat "$tmp/make.log"; return 1; }
-  after=$(cat "$build/flags.stamp" 2>/dev/null)
-  [ "$before" = "$after" ] || { echo "make $*: the flags stamp changed (a rebuild)"; return 1; }
-  ! grep -qE -e "-o $build/|^ar " "$tmp/make.log" ||
-    { echo "make $* built something:"; grep -E -e "-o $build/|^ar " "$tmp/make.log" | head -5; return 1; }
-}
+# MAKEFLAGS without the jobserver, and mk (nested_make.sh).
+. "$root/test/api/nested_make.sh"
 
 # The libraries the installed programs load that the rootfs lacks (libuv,
 # OpenBLAS, oneDNN, ...; libasan and libubsan for a sanitizer build),

@@ -52,20 +52,8 @@ summary() {
 command -v systemd-analyze >/dev/null ||
   { echo "systemd_test: SKIP: no systemd-analyze (apt-get install systemd)"; summary; exit 0; }
 
-# A make nested in make check: its variables but not its jobserver; the
-# flags stamp must not change and nothing may be built (install_test.sh).
-MAKEFLAGS=$(printf '%s' "${MAKEFLAGS:-}" | sed -E 's/--jobserver-(auth|fds)=[^ ]*//g; s/(^| )-j[0-9]*( |$)/ /g')
-export MAKEFLAGS
-mk() {
-  local before after
-  before=$(cat "$build/flags.stamp" 2>/dev/null)
-  make --no-print-directory -C "$root" "$@" >"$tmp/make.log" 2>&1 ||
-    { cat "$tmp/make.log"; return 1; }
-  after=$(cat "$build/flags.stamp" 2>/dev/null)
-  [ "$before" = "$after" ] || { echo "make $*: the flags stamp changed (a rebuild)"; return 1; }
-  ! grep -qE -e "-o $build/|^ar " "$tmp/make.log" ||
-    { echo "make $* built something:"; grep -E -e "-o $build/|^ar " "$tmp/make.log" | head -5; return 1; }
-}
+# MAKEFLAGS without the jobserver, and mk (nested_make.sh).
+. "$root/test/api/nested_make.sh"
 
 prefix=$tmp/prefix
 units=$prefix/lib/systemd/system

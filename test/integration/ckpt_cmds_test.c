@@ -27,32 +27,6 @@
 /* tfctl -c CONFIG args... with a 20 s deadline (jobutil.h). */
 #define tfctl(c, out, err, ...) tj_tfctl((c), 20000, (out), (err), __VA_ARGS__)
 
-/* A job spec training for ever; ckpt: its checkpoint section's YAML, or
- * "" for none. */
-static char *write_spec(th_cluster *c, const char *name, const char *ckpt) {
-  char text[2048];
-  snprintf(text, sizeof text,
-           "name: %s\n"
-           "model:\n"
-           "  input: {shape: [%d]}\n"
-           "  layers: [{type: dense, units: 8, activation: tanh}, {type: dense, units: %d}]\n"
-           "  loss: sparse_softmax_cross_entropy\n"
-           "  seed: 7\n"
-           "input:\n"
-           "  format: idx\n"
-           "  train: {images: %s/train-images.idx, labels: %s/train-labels.idx}\n"
-           "  scale: 0.00392156862745098\n"
-           "  batch_size: 8\n"
-           "optimizer: {name: sgd, learning_rate: 0.1}\n"
-           "replication: {mode: sync, workers: 1}\n"
-           "train: {steps: 100000000, log_every_steps: 10}\n"
-           "%s",
-           name, TJ_PIXELS, TJ_CLASSES, c->dir, c->dir, ckpt);
-  char file[96];
-  snprintf(file, sizeof file, "%s.yaml", name);
-  return th_write_file(c, file, text);
-}
-
 /* The integer after "\nkey: " in s, or -1. */
 static long long int_field(const char *s, const char *key) {
   char k[64];
@@ -166,7 +140,7 @@ START_TEST(test_checkpoint_commands) {
   snprintf(dir, sizeof dir, "%s/ck", c->dir);
   snprintf(section, sizeof section, "checkpoint: {dir: %s, every_seconds: 3600, keep: 5}\n",
            dir);
-  char *path = write_spec(c, "ck", section);
+  char *path = tj_write_mlp_spec(c, "ck.yaml", "ck", 8, 1, 100000000, 10, section);
   char *id = tj_submit(c, path);
   wait_step(c, id, 10);
   long long s1 = 0;
@@ -205,7 +179,7 @@ START_TEST(test_checkpoint_commands) {
   TH_REQUIRE(c, tfctl(c, &out, &err, "cancel", id, NULL) == 0, "cancel: %s", err);
   free(out), free(err);
   /* A job without a checkpoint section. */
-  char *plain = write_spec(c, "plain", "");
+  char *plain = tj_write_mlp_spec(c, "plain.yaml", "plain", 8, 1, 100000000, 10, "");
   char *id2 = tj_submit(c, plain);
   const char *want = "has no checkpoint section";
   MUST_FAIL(c, want, "checkpoint", id2);

@@ -112,3 +112,26 @@ static int remove_one(const char *p, const struct stat *sb, int flag, struct FTW
 void tj_remove_tree(const char *dir) {
   nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+char *tj_write_mlp_spec(th_cluster *c, const char *file, const char *name, int units,
+                        int workers, long long steps, int log_every, const char *extra) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "name: %s\n"
+           "model:\n"
+           "  input: {shape: [%d]}\n"
+           "  layers: [{type: dense, units: %d, activation: tanh}, {type: dense, units: %d}]\n"
+           "  loss: sparse_softmax_cross_entropy\n"
+           "  seed: 7\n"
+           "input:\n"
+           "  format: idx\n"
+           "  train: {images: %s/train-images.idx, labels: %s/train-labels.idx}\n"
+           "  scale: 0.00392156862745098\n"
+           "  batch_size: 8\n"
+           "optimizer: {name: sgd, learning_rate: 0.1}\n"
+           "replication: {mode: sync, workers: %d}\n"
+           "train: {steps: %lld, log_every_steps: %d}\n"
+           "%s",
+           name, TJ_PIXELS, units, TJ_CLASSES, c->dir, c->dir, workers, steps, log_every, extra);
+  return th_write_file(c, file, text);
+}

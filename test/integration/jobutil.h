@@ -1,6 +1,7 @@
 /* jobutil.h: what the job tests on real daemons share (chaos_test,
- * recovery_test, ckpt_cmds_test): tfctl runs, a small synthetic dataset,
- * submitting a job and reading its status. Every call has a deadline;
+ * recovery_test, ckpt_cmds_test, metrics_test, top_test): tfctl runs, a
+ * small synthetic dataset, a small job spec, submitting a job and reading
+ * its status. Every call has a deadline;
  * failures go through TH_REQUIRE (harness.h). */
 #ifndef TF_TEST_INTEGRATION_JOBUTIL_H
 #define TF_TEST_INTEGRATION_JOBUTIL_H
@@ -23,6 +24,14 @@ int tj_tfctl(th_cluster *c, int64_t ms, char **out, char **err, const char *a0, 
  * (uint8 [n]): a bright quarter per class over noise (learnable), from
  * seed. */
 void tj_write_idx(th_cluster *c, const char *stem, int n, uint32_t seed);
+
+/* Writes DIR/<file>: job <name>, an MLP (dense <units> tanh, dense
+ * TJ_CLASSES) on DIR/train-*.idx (tj_write_idx "train"), batch 8, SGD
+ * 0.1, sync over <workers>, <steps> steps logged every <log_every>, then
+ * extra YAML as written (e.g. a checkpoint section; "" for none). Returns
+ * the path (malloc'd). */
+char *tj_write_mlp_spec(th_cluster *c, const char *file, const char *name, int units,
+                        int workers, long long steps, int log_every, const char *extra);
 
 /* Submits the spec at path; returns the job id (malloc'd). */
 char *tj_submit(th_cluster *c, const char *path);

@@ -112,30 +112,8 @@ static void promtool_check(th_cluster *c, const char *name, const char *text) {
   free(path);
 }
 
-/* A job of 60 synchronous steps on the one worker. */
-static char *write_job(th_cluster *c) {
-  char text[2048];
-  snprintf(text, sizeof text,
-           "name: metrics\n"
-           "model:\n"
-           "  input: {shape: [%d]}\n"
-           "  layers: [{type: dense, units: 8, activation: tanh}, {type: dense, units: %d}]\n"
-           "  loss: sparse_softmax_cross_entropy\n"
-           "  seed: 7\n"
-           "input:\n"
-           "  format: idx\n"
-           "  train: {images: %s/train-images.idx, labels: %s/train-labels.idx}\n"
-           "  scale: 0.00392156862745098\n"
-           "  batch_size: 8\n"
-           "optimizer: {name: sgd, learning_rate: 0.1}\n"
-           "replication: {mode: sync, workers: 1}\n"
-           "train: {steps: 60, log_every_steps: 20}\n",
-           TJ_PIXELS, TJ_CLASSES, c->dir, c->dir);
-  return th_write_file(c, "job.yaml", text);
-}
-
 static void run_job(th_cluster *c) {
-  char *path = write_job(c);
+  char *path = tj_write_mlp_spec(c, "job.yaml", "metrics", 8, 1, 60, 20, "");
   char *id = tj_submit(c, path);
   char *out = NULL;
   int64_t deadline = tf__now_ns() + 60LL * 1000000000;

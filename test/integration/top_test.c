@@ -20,27 +20,6 @@
 
 #define N_TRAIN 256
 
-static char *write_spec(th_cluster *c) {
-  char text[2048];
-  snprintf(text, sizeof text,
-           "name: top\n"
-           "model:\n"
-           "  input: {shape: [%d]}\n"
-           "  layers: [{type: dense, units: 32, activation: tanh}, {type: dense, units: %d}]\n"
-           "  loss: sparse_softmax_cross_entropy\n"
-           "  seed: 7\n"
-           "input:\n"
-           "  format: idx\n"
-           "  train: {images: %s/train-images.idx, labels: %s/train-labels.idx}\n"
-           "  scale: 0.00392156862745098\n"
-           "  batch_size: 8\n"
-           "optimizer: {name: sgd, learning_rate: 0.1}\n"
-           "replication: {mode: sync, workers: 2}\n"
-           "train: {steps: 100000000, log_every_steps: 100}\n",
-           TJ_PIXELS, TJ_CLASSES, c->dir, c->dir);
-  return th_write_file(c, "top.yaml", text);
-}
-
 /* Waits until the job reached step (60 s at most). */
 static void wait_step(th_cluster *c, const char *id, double step) {
   int64_t end = tf_ctl_now_ms() + 60000;
@@ -180,7 +159,7 @@ START_TEST(test_top) {
   th_cluster *c = th_cluster_new(&o);
   tj_write_idx(c, "train", N_TRAIN, 5u);
   TH_REQUIRE(c, th_start_all(c, 15000), "cluster did not start");
-  char *path = write_spec(c);
+  char *path = tj_write_mlp_spec(c, "top.yaml", "top", 32, 2, 100000000, 100, "");
   char *id = tj_submit(c, path);
   wait_step(c, id, 5);
   char *out = top2(c);
