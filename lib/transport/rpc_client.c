@@ -59,16 +59,23 @@ static _Thread_local bool in_done;
 
 static void call_cb(void *arg);
 
-/* Closes a pair's context and frees its aio (reaped when called from the
- * aio's own callback). */
-static void pair_dispose(pair *p, bool own_cb) {
-  nng_ctx_close(p->ctx); /* ECLOSED once the socket is closed: fine */
+/* Frees a pair's aio (reaped when called from the aio's own callback)
+ * and the pair; its context is closed already, or goes with its socket. */
+static void pair_free(pair *p, bool own_cb) {
   if (own_cb) {
     nng_aio_reap(p->aio);
   } else {
     nng_aio_free(p->aio);
   }
   free(p);
+}
+
+/* Closes a pair's context and frees it. Only while the socket is open, or
+ * before anyone closes it: NNG 1.5 may use a socket's freed lock when a
+ * context is closed on one thread while nng_close runs on another. */
+static void pair_dispose(pair *p, bool own_cb) {
+  nng_ctx_close(p->ctx);
+  pair_free(p, own_cb);
 }
 
 static void client_release(void *arg) {
@@ -121,19 +128,26 @@ static int pair_get(tf_rpc_client *c, bool async, pair **out) {
   return 0;
 }
 
-/* Returns a pair after its call: kept while the pool has room. */
+/* Returns a pair after its call: kept while the pool has room. Its
+ * context is closed under the client's lock while the client is open:
+ * client_close marks the client closed under that lock before nng_close,
+ * so no context is closed while the socket closes. Once the client is
+ * closed, the socket's close closes the context. */
 static void pair_put(pair *p, bool own_cb) {
   tf_rpc_client *c = p->c;
   pthread_mutex_lock(&c->mu);
-  bool keep = !c->closed && c->n_idle[p->async] < c->keep;
+  bool closed = c->closed;
+  bool keep = !closed && c->n_idle[p->async] < c->keep;
   if (keep) {
     p->next = c->idle[p->async];
     c->idle[p->async] = p;
     c->n_idle[p->async]++;
+  } else if (!closed) {
+    nng_ctx_close(p->ctx);
   }
   pthread_mutex_unlock(&c->mu);
   if (!keep) {
-    pair_dispose(p, own_cb);
+    pair_free(p, own_cb);
   }
 }
 

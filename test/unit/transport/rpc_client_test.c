@@ -271,8 +271,8 @@ START_TEST(test_pairs_are_pooled_and_bounded) {
     tf_tensor_unref(t);
   }
   wait_count(&done, 40);
-  for (int i = 0; i < 100 && tf__rpc_client_idle_pairs(c) < 17; i++) {
-    rt_sleep_ms(10); /* pairs go back just after done */
+  for (int i = 0; i < 500 && tf__rpc_client_idle_pairs(c) < 17; i++) {
+    rt_sleep_ms(10); /* pairs go back just after done (5 s: a loaded CI) */
   }
   ck_assert_int_eq(tf__rpc_client_idle_pairs(c), 1 + 16); /* 16 kept */
   for (int i = 0; i < 40; i++) {
