@@ -45,7 +45,7 @@ static void check_error(tf_code c, const tf_status *st, const char *what,
 
 typedef struct ref {
   char **names;
-  int n;
+  int n, cap;
 } ref;
 
 static bool is_sep(char c) {
@@ -75,7 +75,10 @@ static void emit(ref *r, const part *p, int k, const int *pick_val,
                       pick_w[i], pick_val[i]);
     }
   }
-  r->names = realloc(r->names, (size_t)(r->n + 1) * sizeof *r->names);
+  if (r->n == r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 16;
+    r->names = realloc(r->names, (size_t)r->cap * sizeof *r->names);
+  }
   r->names[r->n++] = strdup(name);
 }
 
@@ -158,7 +161,7 @@ static void fuzz_hostlist(const char *list) {
     return;
   }
   FUZZ_CHECK(n >= 1 && n <= TF_HOSTLIST_MAX, &st);
-  ref r = {NULL, 0};
+  ref r = {NULL, 0, 0};
   ref_expand(list, &r);
   FUZZ_CHECK(r.n == n, &st);
   size_t plain_len = 1;
