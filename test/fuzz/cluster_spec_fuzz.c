@@ -3,13 +3,13 @@
  * and slurm: sections and jobs given as task counts. A rejection must be
  * INVALID_ARGUMENT "fuzz.yaml:LINE:COL: ..." at a line and column within
  * the text (or just past its end). An accepted spec must have exactly one
- * master task, unique
- * valid job names, either task counts in 1..65536 (no addresses) or
- * addresses the transport takes, no two of them alike, every timeout,
- * limit, thread count and port within the bounds cluster_spec.h
- * documents; written out again as YAML (by the writer here, every string
- * double-quoted) it must parse to the same spec. Seeds: conf/*.yaml,
- * conf/slurm/cluster.yaml and more in test/fuzz/corpus/cluster_spec/. */
+ * master task, unique valid job names, either task counts in 1..65536
+ * (no addresses) or addresses the transport takes, no two of them alike,
+ * every timeout, limit, thread count and port within the bounds
+ * cluster_spec.h documents; written out again as YAML (by the writer
+ * here, every string double-quoted) it must parse to the same spec.
+ * Seeds: the specs of conf/ and conf/slurm/ and more, in
+ * test/fuzz/corpus/cluster_spec/. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
