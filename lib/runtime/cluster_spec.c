@@ -82,8 +82,9 @@ static tf_code int_of(ctx *c, const yaml_node_t *n, const char *field,
   if (ok) {
     v = (const char *)n->data.scalar.value;
     const char *d = v + (v[0] == '-' || v[0] == '+');
+    /* all of the scalar: "5\0junk" (a NUL escaped in quotes) is no 5 */
     ok = *d != '\0' && strspn(d, "0123456789") == strlen(d) &&
-         strlen(d) <= 18;
+         strlen(d) <= 18 && strlen(v) == n->data.scalar.length;
   }
   long long x = ok ? strtoll(v, NULL, 10) : 0;
   if (!ok || x < lo || x > hi) {

@@ -23,7 +23,18 @@ typedef struct hl {
   tf_status *st;
   char **names;
   int n;
+  int cap; /* names (or counts) allocated: grown by doubling, so a long
+            * plain list is not copied once per item */
 } hl;
+
+/* arr (room for *cap elements of size bytes) with room for need. */
+static void *grow(void *arr, int *cap, int64_t need, size_t size) {
+  if (need <= *cap) {
+    return arr;
+  }
+  *cap = (int)TF_MAX(need, 2 * (int64_t)*cap);
+  return tf__xrealloc(arr, (size_t)*cap * size);
+}
 
 /* One bracket group: count numbers, each printed with its width. */
 typedef struct group {
@@ -160,7 +171,7 @@ static void item_expand(hl *h, const char *const *lits, const int *lit_len,
   for (int i = 0; i < k; i++) {
     ord[i] = i == 0 ? k - 1 : i - 1;
   }
-  h->names = tf__xrealloc(h->names, (size_t)(h->n + total) * sizeof *h->names);
+  h->names = grow(h->names, &h->cap, h->n + total, sizeof *h->names);
   for (int64_t t = 0; t < total; t++) {
     char name[TF_HOSTLIST_NAME_MAX + 32];
     int len = snprintf(name, sizeof name, "%.*s", lit_len[0], lits[0]);
@@ -214,6 +225,8 @@ static tf_code item(hl *h, const char **p) {
   } else if (code == TF_OK && len > TF_HOSTLIST_NAME_MAX) {
     code = bad(h, start, "a name of more than %d characters",
                TF_HOSTLIST_NAME_MAX);
+  } else if (code == TF_OK && total > budget) { /* a name without groups */
+    code = bad(h, start, "more than %d names", TF_HOSTLIST_MAX);
   }
   if (code == TF_OK && s > start) {
     item_expand(h, lits, lit_len, g, k, total);
@@ -229,7 +242,7 @@ tf_code tf_hostlist_expand(const char *list, char ***names, int *n,
                            tf_status *st) {
   *names = NULL;
   *n = 0;
-  hl h = {"hostlist", list ? list : "", st, NULL, 0};
+  hl h = {"hostlist", list ? list : "", st, NULL, 0, 0};
   const char *p = h.list;
   tf_code code = TF_OK;
   while (code == TF_OK && *p != '\0') {
@@ -260,7 +273,7 @@ void tf_hostlist_free(char **names, int n) {
 }
 
 /* One N or N(xM) item at *p; adds its counts to *out. */
-static tf_code tpn_item(const hl *h, const char **p, int **out, int *n) {
+static tf_code tpn_item(hl *h, const char **p, int **out, int *n) {
   const char *s = *p;
   int64_t c, times = 1;
   int w;
@@ -288,7 +301,7 @@ static tf_code tpn_item(const hl *h, const char **p, int **out, int *n) {
   if (times > TF_HOSTLIST_MAX - *n) {
     return bad(h, *p, "more than %d nodes", TF_HOSTLIST_MAX);
   }
-  *out = tf__xrealloc(*out, (size_t)(*n + times) * sizeof **out);
+  *out = grow(*out, &h->cap, *n + times, sizeof **out);
   for (int64_t i = 0; i < times; i++) {
     (*out)[(*n)++] = (int)c;
   }
@@ -300,7 +313,7 @@ tf_code tf_tasks_per_node_expand(const char *s, int **counts, int *n,
                                  tf_status *st) {
   *counts = NULL;
   *n = 0;
-  hl h = {"tasks per node", s ? s : "", st, NULL, 0};
+  hl h = {"tasks per node", s ? s : "", st, NULL, 0, 0};
   const char *p = h.list;
   int64_t total = 0;
   tf_code code = TF_OK;

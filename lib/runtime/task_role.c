@@ -146,8 +146,14 @@ static tf_code step_read(const tf_cluster_spec *s, char *const *envp, step *p,
                          "task derives the others' nodes from it): srun "
                          "--distribution=block", d);
   }
-  TF_TRY(tf_hostlist_expand(p->nodelist, &p->hosts, &p->n_hosts, st));
-  TF_TRY(tf_tasks_per_node_expand(p->tpn, &p->per_node, &p->n_per_node, st));
+  /* The decoders name the list, not the variable it came from. */
+  if (tf_hostlist_expand(p->nodelist, &p->hosts, &p->n_hosts, st) != TF_OK) {
+    return tf_status_prefix(st, "SLURM_STEP_NODELIST");
+  }
+  if (tf_tasks_per_node_expand(p->tpn, &p->per_node, &p->n_per_node, st) !=
+      TF_OK) {
+    return tf_status_prefix(st, "SLURM_STEP_TASKS_PER_NODE");
+  }
   return TF_OK;
 }
 

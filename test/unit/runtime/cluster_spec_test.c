@@ -421,6 +421,12 @@ static const bad_case bad_cases[] = {
      "parsing a block mapping)"},
     {"jobs:\n  master: [h:1]\n  ps: [h\xff:2]\n", TF_INVALID_ARGUMENT,
      "x.yaml:3:9: ", "YAML syntax error: invalid leading UTF-8 octet"},
+    /* a NUL escaped in a quoted number: not the number before it */
+    {MASTER "timeouts: {rpc_ms: \"5\\0 junk\"}\n", TF_INVALID_ARGUMENT,
+     "x.yaml:3:20: ", "timeouts.rpc_ms: expected an integer in 1..2147483647"},
+    {"jobs: {master: 1}\nslurm: {base_port: \"7\\0\"}\n",
+     TF_INVALID_ARGUMENT, "x.yaml:2:20: ",
+     "slurm.base_port: expected an integer in 1..65535"},
 };
 
 START_TEST(test_errors) {

@@ -147,9 +147,10 @@ START_TEST(test_slurm_errors) {
             "SLURM_STEP_TASKS_PER_NODE=2,1,2 gives 5 tasks but "
             "SLURM_STEP_NUM_TASKS=4");
   slurm_bad(cs, slurm_env(&e, 0, 4, 0, "n[3-1]", "4", NULL, NULL),
-            "hostlist 'n[3-1]' at character 3: range '3-1' runs backwards");
+            "SLURM_STEP_NODELIST: hostlist 'n[3-1]' at character 3: range "
+            "'3-1' runs backwards");
   slurm_bad(cs, slurm_env(&e, 0, 4, 0, "n1", "4(x", NULL, NULL),
-            "tasks per node '4(x'");
+            "SLURM_STEP_TASKS_PER_NODE: tasks per node '4(x'");
   slurm_bad(cs, slurm_env(&e, 4, 4, 0, "n1", "4", NULL, NULL),
             "SLURM_PROCID=4 is not below SLURM_STEP_NUM_TASKS=4");
   slurm_bad("jobs: {master: 1, worker: 3}\n",
