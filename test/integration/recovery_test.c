@@ -253,7 +253,11 @@ START_TEST(test_worker_kept_down_fails_the_job) {
   char *id = tj_submit(c, path);
   wait_step(c, id, 5);
   th_kill_task(th_task_get(c, "worker", 1));
-  char *out = wait_status(c, id, "\nstate: failed\n", 30000);
+  /* Right after the kill the master's health checks may still see the
+   * worker up (they mark it down after down_after_ms): the next attempt
+   * then waits out rpc_ms on calls to it before the job fails, several
+   * times slower under a sanitizer. */
+  char *out = wait_status(c, id, "\nstate: failed\n", TH_SANITIZED ? 90000 : 30000);
   TH_REQUIRE(c, strstr(out, "\nstate: failed\n") && strstr(out, "worker") &&
                     strstr(out, "recovery.wait_seconds"),
              "after a worker stayed down:\n%s", out);
