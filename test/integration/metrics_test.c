@@ -79,19 +79,6 @@ static int http_code(th_cluster *c, const char *url, const char *method) {
   return code;
 }
 
-/* The value of the sample line that starts with head (then a space). */
-static double sample(const char *text, const char *head) {
-  size_t n = strlen(head);
-  for (const char *p = text; p != NULL && *p != '\0';) {
-    if (strncmp(p, head, n) == 0 && p[n] == ' ') {
-      return strtod(p + n + 1, NULL);
-    }
-    p = strchr(p, '\n');
-    p = p != NULL ? p + 1 : NULL;
-  }
-  return NAN;
-}
-
 static void promtool_check(th_cluster *c, const char *name, const char *text) {
   if (access(PROMTOOL, X_OK) != 0) {
     fprintf(stderr, "metrics_test: SKIP promtool check: %s is not installed "
@@ -139,30 +126,30 @@ static void check_daemon_text(th_cluster *c, const th_task *t, int off, char **t
   bool master = strcmp(t->job, "master") == 0;
   char head[128];
   snprintf(head, sizeof head, "tf_steps_total{role=\"%s\"}", master ? "master" : "worker");
-  double steps = sample(m, head);
+  double steps = tt_line_value(m, head);
   if (strcmp(t->job, "ps") != 0) { /* the ps runs a partition only at init */
     TH_REQUIRE(c, steps >= 60, "%s/%d: %s = %g, want >= 60:\n%s", t->job, t->task, head,
                steps, m);
   }
   snprintf(head, sizeof head, "tf_step_duration_seconds_count{role=\"%s\"}",
            master ? "master" : "worker");
-  TH_REQUIRE(c, steps != steps || sample(m, head) == steps, "%s/%d: %s != steps:\n%s",
+  TH_REQUIRE(c, steps != steps || tt_line_value(m, head) == steps, "%s/%d: %s != steps:\n%s",
              t->job, t->task, head, m);
   TH_REQUIRE(c, strstr(m, "tf_rpc_sent_bytes_total{peer=\"") != NULL &&
                     strstr(m, "tf_rpc_received_messages_total{peer=\"") != NULL,
              "%s/%d: no per-peer transport series:\n%s", t->job, t->task, m);
-  TH_REQUIRE(c, sample(m, "tf_allocator_peak_bytes{allocator=\"cpu\"}") > 0,
+  TH_REQUIRE(c, tt_line_value(m, "tf_allocator_peak_bytes{allocator=\"cpu\"}") > 0,
              "%s/%d: no allocator peak:\n%s", t->job, t->task, m);
-  TH_REQUIRE(c, sample(m, "process_start_time_seconds") > 1.6e9, "%s/%d: start time:\n%s",
+  TH_REQUIRE(c, tt_line_value(m, "process_start_time_seconds") > 1.6e9, "%s/%d: start time:\n%s",
              t->job, t->task, m);
   if (master) {
-    TH_REQUIRE(c, sample(m, "tf_tasks_up") == 2 &&
-                      sample(m, "tf_task_up{task=\"/job:worker/task:0\"}") == 1 &&
-                      sample(m, "tf_jobs{state=\"done\"}") == 1 &&
-                      sample(m, "tf_jobs{state=\"running\"}") == 0,
+    TH_REQUIRE(c, tt_line_value(m, "tf_tasks_up") == 2 &&
+                      tt_line_value(m, "tf_task_up{task=\"/job:worker/task:0\"}") == 1 &&
+                      tt_line_value(m, "tf_jobs{state=\"done\"}") == 1 &&
+                      tt_line_value(m, "tf_jobs{state=\"running\"}") == 0,
                "master: tasks and jobs:\n%s", m);
   } else {
-    TH_REQUIRE(c, sample(m, "tf_rendezvous_buffered_bytes") >= 0, "%s/%d: buffered:\n%s",
+    TH_REQUIRE(c, tt_line_value(m, "tf_rendezvous_buffered_bytes") >= 0, "%s/%d: buffered:\n%s",
                t->job, t->task, m);
   }
   char name[32];

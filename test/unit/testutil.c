@@ -543,3 +543,15 @@ int main(void) {
   srunner_free(sr);
   return failed == 0 ? 0 : 1;
 }
+
+double tt_line_value(const char *text, const char *head) {
+  size_t n = strlen(head);
+  for (const char *p = text; p != NULL && *p != '\0';) {
+    if (strncmp(p, head, n) == 0 && p[n] == ' ') {
+      return strtod(p + n + 1, NULL);
+    }
+    p = strchr(p, '\n');
+    p = p != NULL ? p + 1 : NULL;
+  }
+  return NAN;
+}

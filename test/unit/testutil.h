@@ -135,4 +135,9 @@ void tt_grad_check_op(const char *op, tf_tensor *const *inputs, int n_inputs,
                       bool as_list, const tf_attr_kv *attrs, int n_attrs,
                       int out_index, const bool *check, double atol, double rtol);
 
+/* The number after the line of text that starts with head followed by a
+ * space (a Prometheus sample "name{labels} value"), or NaN when no line
+ * does. */
+double tt_line_value(const char *text, const char *head);
+
 #endif

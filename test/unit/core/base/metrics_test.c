@@ -26,19 +26,6 @@ static char *render(tf_metrics *r) {
   return out;
 }
 
-/* The value on the line that starts with head followed by a space, or NaN. */
-static double value_of(const char *text, const char *head) {
-  size_t n = strlen(head);
-  for (const char *p = text; p != NULL && *p != '\0';) {
-    if (strncmp(p, head, n) == 0 && p[n] == ' ') {
-      return strtod(p + n + 1, NULL);
-    }
-    p = strchr(p, '\n');
-    p = p != NULL ? p + 1 : NULL;
-  }
-  return NAN;
-}
-
 /* How many lines of text start with prefix. */
 static int count_lines(const char *text, const char *prefix) {
   int n = 0;
@@ -127,12 +114,12 @@ START_TEST(test_histogram_parse_back) {
     char head[96];
     snprintf(head, sizeof head, "tf_lat_seconds_bucket{le=\"%g\"}",
              tf_metrics_seconds_buckets[k]);
-    ck_assert_msg(value_of(out, head) == want, "%s: got %g, want %d", head,
-                  value_of(out, head), want);
+    ck_assert_msg(tt_line_value(out, head) == want, "%s: got %g, want %d", head,
+                  tt_line_value(out, head), want);
   }
-  ck_assert_double_eq(value_of(out, "tf_lat_seconds_bucket{le=\"+Inf\"}"), N);
-  ck_assert_double_eq(value_of(out, "tf_lat_seconds_count"), N);
-  double got = value_of(out, "tf_lat_seconds_sum");
+  ck_assert_double_eq(tt_line_value(out, "tf_lat_seconds_bucket{le=\"+Inf\"}"), N);
+  ck_assert_double_eq(tt_line_value(out, "tf_lat_seconds_count"), N);
+  double got = tt_line_value(out, "tf_lat_seconds_sum");
   ck_assert_msg(fabs(got - sum) <= 1e-9 * sum, "sum %.17g, want %.17g", got, sum);
   ck_assert(out[strlen(out) - 1] == '\n');
   free(out);
@@ -187,10 +174,10 @@ START_TEST(test_concurrent_totals_exact) {
   for (int p = 0; p < 4; p++) {
     char head[64];
     snprintf(head, sizeof head, "tf_adds_total{peer=\"p%d\"}", p);
-    ck_assert_double_eq(value_of(out, head), per_peer);
+    ck_assert_double_eq(tt_line_value(out, head), per_peer);
   }
-  ck_assert_double_eq(value_of(out, "tf_obs_seconds_count"), THREADS * ROUNDS);
-  ck_assert_double_eq(value_of(out, "tf_obs_seconds_bucket{le=\"1\"}"),
+  ck_assert_double_eq(tt_line_value(out, "tf_obs_seconds_count"), THREADS * ROUNDS);
+  ck_assert_double_eq(tt_line_value(out, "tf_obs_seconds_bucket{le=\"1\"}"),
                       THREADS * (ROUNDS / 3 + (ROUNDS % 3 > 0)));
   free(out);
   tf_metrics_free(r);
@@ -212,9 +199,9 @@ START_TEST(test_series_cap) {
   tf_metric_add_u64(tf_metrics_series1(c, "10.0.0.0:0"), 1);
   char *out = render(r);
   ck_assert_int_eq(count_lines(out, "tf_peers_total{"), TF_METRICS_MAX_SERIES);
-  ck_assert_double_eq(value_of(out, "tf_peers_total{peer=\"10.0.0.0:0\"}"), 2);
+  ck_assert_double_eq(tt_line_value(out, "tf_peers_total{peer=\"10.0.0.0:0\"}"), 2);
   ck_assert_double_eq(
-      value_of(out, "tf_metrics_dropped_series_total{family=\"tf_peers_total\"}"), 76);
+      tt_line_value(out, "tf_metrics_dropped_series_total{family=\"tf_peers_total\"}"), 76);
   free(out);
   tf_metrics_free(r);
 }
@@ -243,12 +230,12 @@ START_TEST(test_collectors_add_up) {
   tf_metrics_collector *cb = tf_metrics_add_collector(r, collect, &b);
   for (int round = 0; round < 3; round++) { /* reset each time: no growth */
     char *out = render(r);
-    ck_assert_double_eq(value_of(out, "tf_buffered_bytes"), 123);
+    ck_assert_double_eq(tt_line_value(out, "tf_buffered_bytes"), 123);
     free(out);
   }
   tf_metrics_remove_collector(r, ca);
   char *out = render(r);
-  ck_assert_double_eq(value_of(out, "tf_buffered_bytes"), 23);
+  ck_assert_double_eq(tt_line_value(out, "tf_buffered_bytes"), 23);
   free(out);
   /* A series no collector sets drops out, with its HELP and TYPE. */
   tf_metric_family *jobs = tf_metrics_family(r, "tf_jobs", "j", TF_METRIC_GAUGE, "state", NULL,
