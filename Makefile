@@ -54,7 +54,7 @@ LIB_CFLAGS := -fvisibility=hidden
 # cleanly as C++ too.
 CXXFLAGS_TEST := -std=c++17 $(OPT) -g -march=$(ARCH) -pthread -Wall -Wextra \
            -Werror -pedantic-errors -Iinclude -MMD -MP $(SANFLAGS)
-LDLIBS  = $(PKG_LIBS) -lnng -lopenblas -lz -lm -lpthread
+LDLIBS  = $(PKG_LIBS) -lnng -lcrypto -lopenblas -lz -lm -lpthread
 # oneDNN (Debian libdnnl-dev), optional: convolutions use it when found
 # (cpu_conv_dnnl.c), im2col + OpenBLAS otherwise or with TF_DISABLE_DNNL=1.
 HAVE_DNNL := $(shell { [ -e /usr/include/dnnl.h ] || pkg-config --exists dnnl 2>/dev/null; } && echo yes)

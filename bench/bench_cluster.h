@@ -24,6 +24,7 @@
 
 #include "cmd/tfctl/ctl_client.h"
 #include "cmd/tfctl/ctl_procs.h"
+#include "lib/transport/auth.h"
 #include "tf/session.h"
 
 #define BC_START_TIMEOUT_MS 20000
@@ -44,6 +45,11 @@ static char bc_config[128];
 static char bc_run_dir[96];
 static bc_proc bc_procs[BC_MAX_PROCS];
 static int bc_n_procs;
+/* Set before bc_start: the cluster authenticates (a fresh key in its
+ * directory, auth.key_file in its spec) and this process signs with it. */
+static bool bc_auth;
+static tf_auth *bc_keyring;
+static char bc_key[128];
 
 /* ---- the daemons ---- */
 
@@ -55,6 +61,10 @@ static void bc_remove_files(void) {
     unlink(bc_procs[i].log);
   }
   unlink(bc_config);
+  if (bc_key[0] != '\0') {
+    unlink(bc_key);
+    bc_key[0] = '\0';
+  }
   rmdir(bc_run_dir);
   rmdir(bc_dir);
   bc_dir[0] = '\0';
@@ -76,6 +86,9 @@ static void bc_stop(void) {
   }
   bc_remove_files();
   bc_n_procs = 0;
+  tf_auth_set_process(NULL);
+  tf_auth_free(bc_keyring);
+  bc_keyring = NULL;
 }
 
 /* Whether every started daemon has been reaped (async-signal-safe). */
@@ -204,6 +217,9 @@ static void bc_write_config(int rpc_ms) {
           "timeouts:\n  rpc_ms: %d\n  registration_ms: 10000\n  drain_ms: 2000\n"
           "run_dir: %s\nlog_level: warning\n",
           rpc_ms, bc_run_dir);
+  if (bc_auth) {
+    fprintf(f, "auth: {key_file: %s}\n", bc_key);
+  }
   fclose(f);
 }
 
@@ -245,6 +261,17 @@ static void bc_start(const char *bin_dir, int n_ps, int workers, int rpc_ms) {
   }
   snprintf(bc_run_dir, sizeof bc_run_dir, "%s/run", bc_dir);
   bc_n_procs = 0;
+  if (bc_auth) {
+    tf_status st;
+    tf_status_init(&st);
+    snprintf(bc_key, sizeof bc_key, "%s/cluster.key", bc_dir);
+    if (tf_auth_key_file_generate(bc_key, &st) != TF_OK ||
+        tf_auth_new(TF_AUTH_DEFAULT_WINDOW_MS, &bc_keyring, &st) != TF_OK ||
+        tf_auth_add_key_file(bc_keyring, bc_key, TF_AUTH_ROLE_TASK, &st) != TF_OK) {
+      bc_die("cluster key: %s", st.msg);
+    }
+    tf_auth_set_process(bc_keyring);
+  }
   bc_add_proc("master", 0);
   for (int k = 0; k < n_ps; k++) {
     bc_add_proc("ps", k);

@@ -12,6 +12,12 @@
  *    the step moves 100 MB from the ps to the worker.
  * 4. tcp_gbps: the same 100 MB over one loopback TCP connection between
  *    two threads (reused buffers; a 1-byte request starts each transfer).
+ * 5. the null and dense steps again on a cluster with authentication on
+ *    (auth.key_file: every request and reply signed, each tensor-stream
+ *    connection opened with a signed hello; docs/security.md):
+ *    auth_null_step_us, auth_dense_step_ms and their ratios to the steps
+ *    without it, auth_null_ratio (goal <= 1.2) and auth_dense_ratio
+ *    (goal <= 1.1), the two clusters run one after the other in this run.
  * The last two lines are null_step_vs_rtt (goal <= 3) and dense_vs_tcp
  * (goal >= 0.8).
  * With --soak FILE.csv it runs the soak instead: SOAK_NULL null steps then
@@ -431,6 +437,17 @@ int main(int argc, char **argv) {
   double dense_gbps = (double)DENSE_BYTES / dense_med / 1e9;
   printf("null_step_us: %.1f\nnull_step_p90_us: %.1f\n", null_med * 1e6, null_p90 * 1e6);
   printf("dense_step_ms: %.2f\ndense_gbps: %.3f\n", dense_med * 1e3, dense_gbps);
+
+  bc_auth = true;
+  bc_start(bin_dir_arg(argc, argv), 1, 1, 30000);
+  double anull_med, anull_p90, adense_med;
+  bench_steps(&anull_med, &anull_p90, &adense_med);
+  bc_stop();
+  bc_auth = false;
+  printf("auth_null_step_us: %.1f\nauth_null_step_p90_us: %.1f\nauth_dense_step_ms: %.2f\n",
+         anull_med * 1e6, anull_p90 * 1e6, adense_med * 1e3);
+  printf("auth_null_ratio: %.2f\nauth_dense_ratio: %.2f\n", anull_med / null_med,
+         adense_med / dense_med);
 
   double tcp_med = bench_tcp();
   double tcp_gbps = (double)DENSE_BYTES / tcp_med / 1e9;

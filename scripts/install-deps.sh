@@ -11,6 +11,7 @@ PKGS=(
   systemd-container debootstrap
   python3-numpy python3-yaml cppcheck
   libmicrohttpd-dev prometheus curl
+  libssl-dev openssl
   dataset-fashion-mnist
   slurmctld slurmd slurm-client munge
 )

@@ -23,6 +23,7 @@
 #include "cmd/common/metrics_http.h"
 #include "cmd/common/notify.h"
 #include "cmd/common/pidfile.h"
+#include "lib/runtime/cluster_auth.h"
 #include "lib/runtime/cluster_spec_reload.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/task_role.h"
@@ -354,4 +355,26 @@ tf_cluster_spec *tf_daemon_load_spec(const char *path) {
     return NULL;
   }
   return spec;
+}
+
+int tf_daemon_setup_auth(const tf_cluster_spec *spec, const char *job, int task,
+                         tf_auth **out) {
+  *out = NULL;
+  tf_status st;
+  tf_status_init(&st);
+  char warning[512];
+  if (tf_cluster_check_exposure(spec, job, task, warning, sizeof warning, &st) != TF_OK ||
+      tf_cluster_auth_daemon(spec, out, &st) != TF_OK) {
+    tf_log(LOG_ERR, "cannot start: %s", st.msg);
+    return TF_EXIT_CONFIG;
+  }
+  if (warning[0] != '\0') {
+    tf_log(LOG_WARNING, "%s", warning);
+  }
+  if (*out != NULL) {
+    tf_log(LOG_INFO, "authentication on: %d key(s) from %s, requests within %lld ms",
+           tf_auth_n_keys(*out), spec->path, (long long)tf_auth_window_ms(*out));
+  }
+  tf_auth_set_process(*out);
+  return 0;
 }

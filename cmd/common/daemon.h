@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "lib/runtime/cluster_spec.h"
+#include "lib/transport/auth.h"
 #include "lib/runtime/log.h"
 
 #define TF_EXIT_CONFIG 1
@@ -107,5 +108,16 @@ void tf_daemon_setup_log(void);
 
 /* Loads the spec at path; on error logs one line and returns NULL. */
 tf_cluster_spec *tf_daemon_load_spec(const char *path);
+
+/* Authentication for the daemon serving (job, task): refuses (logs, returns
+ * TF_EXIT_CONFIG) a task that would listen beyond loopback without an auth
+ * section (tf_cluster_check_exposure) or whose key files cannot be used;
+ * otherwise loads the spec's keys, makes them the process's keyring
+ * (tf_auth_set_process: the daemon's servers require them, its clients
+ * sign with the task key), logs a warning when unauthenticated, and
+ * returns 0 with *out the keyring (NULL: none) to free after the daemon
+ * has stopped. */
+int tf_daemon_setup_auth(const tf_cluster_spec *spec, const char *job, int task,
+                         tf_auth **out);
 
 #endif

@@ -7,7 +7,7 @@
 #include "tf/version.h"
 
 static const char *const global_text =
-    "usage: tfctl [-c CONFIG | -m ADDRESS] [--timeout-ms N] COMMAND ...\n"
+    "usage: tfctl [-c CONFIG | -m ADDRESS] [--key FILE] [--timeout-ms N] COMMAND ...\n"
     "  health                          every task: job task address up|down incarnation devices\n"
     "  devices                         the cluster's devices\n"
     "  top [--interval MS] [-n N] [--once]\n"
@@ -28,9 +28,12 @@ static const char *const global_text =
     "  restore JOB [CHECKPOINT]        go back to a checkpoint (default: the latest good one)\n"
     "  inspect CHECKPOINT [--export NAME FILE.npy]\n"
     "                                  a checkpoint's tensors (files only, no master)\n"
+    "  keygen FILE                     write a new random key (mode 0600) for a spec's auth\n"
     "  help [COMMAND]                  this text, or a command's\n"
     "options: -c, --config CONFIG      the cluster spec (YAML); its master task is the address\n"
     "         -m, --master ADDRESS     the master's address (host:port or a URL)\n"
+    "         --key FILE               sign requests with this key (default: $TF_KEY_FILE,\n"
+    "                                  else the spec's auth.client_key_file or key_file)\n"
     "         --timeout-ms N           the deadline of each call (default: the spec's rpc_ms,\n"
     "                                  else 10000)\n"
     "         -h, --help               help; --version: the version\n"
@@ -89,7 +92,13 @@ static const ctl_help_entry entries[] = {
      "under DIR (default: the spec's run_dir; a relative run_dir is relative to\n"
      "CONFIG's directory). up waits until every task answers (--timeout-ms).\n"
      "--only TASK, and restart (down, then up), act on one task, named\n"
-     "/job:worker/task:1, worker:1 or worker-1.\n"},
+     "/job:worker/task:1, worker:1 or worker-1. When the spec's auth.key_file\n"
+     "does not exist, up generates it (mode 0600).\n"},
+    {"keygen",
+     "usage: tfctl keygen FILE\n"
+     "Writes a new key (32 random bytes as hex) to FILE with mode 0600, for a\n"
+     "cluster spec's auth section (key_file, client_key_file, readonly_key_file).\n"
+     "Never overwrites an existing file. docs/security.md.\n"},
     {"submit",
      "usage: tfctl (-c CONFIG | -m ADDRESS) [--timeout-ms N] submit JOB.yaml\n"
      "Sends the job spec JOB.yaml (docs/jobs.md; at most 1 MiB) to the master,\n"

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/runtime/cluster_auth.h"
 #include "lib/runtime/cluster_spec.h"
 #include "cmd/tfctl/ctl_client.h"
 #include "cmd/tfctl/ctl_cluster.h"
@@ -41,6 +42,8 @@ enum { CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
 typedef struct ctl_args {
   const char *config, *master, *timeout_str, *out_dir, *format, *run_dir;
   const char *only; /* cluster --only TASK */
+  const char *key_file; /* --key FILE, else $TF_KEY_FILE */
+  tf_auth *auth;        /* the keyring requests are signed with */
   const char *steps_str; /* -n */
   const char *interval_str; /* top --interval */
   const char *export_name, *export_file; /* inspect's --export NAME FILE */
@@ -75,7 +78,7 @@ static int ctl_fail(int code, const char *fmt, ...) {
 static const char *const value_opts[] = {"-c", "--config", "-m", "--master", "--timeout-ms",
                                          "--feed", "--fetch", "--target", "--out",
                                          "--format", "--run-dir", "-n", "--only",
-                                         "--interval", NULL};
+                                         "--interval", "--key", NULL};
 
 static bool takes_value(const char *name) {
   for (int i = 0; value_opts[i] != NULL; i++) {
@@ -113,6 +116,8 @@ static bool set_opt(ctl_args *a, const char *name, const char *v) {
     a->run_dir = v;
   } else if (strcmp(name, "--only") == 0) {
     a->only = v;
+  } else if (strcmp(name, "--key") == 0) {
+    a->key_file = v;
   } else if (strcmp(name, "--placed") == 0) {
     a->placed = true;
   } else if (strcmp(name, "-n") == 0) {
@@ -200,6 +205,26 @@ static int ctl_load_spec(ctl_args *a) {
   return 0;
 }
 
+/* Signs this process's requests (tf_auth_set_process) with --key FILE,
+ * else $TF_KEY_FILE, else the spec's client key (or its task key) when the
+ * spec requires authentication. Returns 0 or 1 (reported). */
+static int ctl_setup_auth(ctl_args *a) {
+  if (a->auth != NULL) {
+    return 0;
+  }
+  const char *file = a->key_file;
+  if (file == NULL && getenv("TF_KEY_FILE") != NULL && getenv("TF_KEY_FILE")[0] != '\0') {
+    file = getenv("TF_KEY_FILE");
+  }
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_cluster_auth_client(a->spec, file, &a->auth, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "%s", st.msg);
+  }
+  tf_auth_set_process(a->auth);
+  return 0;
+}
+
 /* Resolves the master URL from -m or -c into a->master_url. */
 static int ctl_resolve_master(ctl_args *a) {
   if (a->master != NULL) {
@@ -222,7 +247,7 @@ static int ctl_resolve_master(ctl_args *a) {
     a->timeout_ms = a->spec != NULL && a->spec->rpc_timeout_ms > 0 ? a->spec->rpc_timeout_ms
                                                                    : 10000;
   }
-  return 0;
+  return ctl_setup_auth(a);
 }
 
 /* The job commands (cmd_job). */
@@ -719,6 +744,43 @@ static int cmd_graph(ctl_args *a) {
   return rc;
 }
 
+/* cluster up: the spec's task key is made when it does not exist yet (a
+ * new local cluster), and said so. Returns 0 or 1 (reported). */
+static int ctl_make_key(ctl_args *a) {
+  const char *file = a->spec->auth_mode == TF_CLUSTER_AUTH_KEY ? a->spec->auth_key_file : NULL;
+  if (file == NULL || access(file, F_OK) == 0) {
+    return 0;
+  }
+  tf_status st;
+  tf_status_init(&st);
+  char *dir = strdup(file);
+  char *slash = strrchr(dir, '/');
+  if (slash != NULL && slash != dir) {
+    *slash = '\0';
+    tf_ctl_mkdirs(dir, &st);
+  }
+  free(dir);
+  if (st.code != TF_OK || tf_auth_key_file_generate(file, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "cluster up: %s", st.msg);
+  }
+  printf("generated the cluster key %s (mode 0600)\n", file);
+  return 0;
+}
+
+/* keygen FILE: a new random key, mode 0600; never overwrites. */
+static int cmd_keygen(ctl_args *a) {
+  if (a->n_pos != 2) {
+    return ctl_fail(CTL_EXIT_USAGE, "keygen needs one FILE");
+  }
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_auth_key_file_generate(a->pos[1], &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "keygen: %s", st.msg);
+  }
+  printf("wrote a new key to %s (mode 0600)\n", a->pos[1]);
+  return 0;
+}
+
 /* cluster up|down [--only TASK] (CONFIG as -c or the last positional),
  * cluster restart TASK: down and up again for one task. */
 static int cmd_cluster(ctl_args *a) {
@@ -745,7 +807,7 @@ static int cmd_cluster(ctl_args *a) {
                     a->master != NULL ? "-m" : "--timeout-ms");
   }
   int rc = ctl_load_spec(a);
-  if (rc != 0) {
+  if (rc != 0 || (up && (rc = ctl_make_key(a)) != 0) || (rc = ctl_setup_auth(a)) != 0) {
     return rc;
   }
   tf_ctl_cluster_opts o = {.spec = a->spec, .config_path = a->config, .run_dir = a->run_dir,
@@ -913,12 +975,16 @@ int main(int argc, char **argv) {
     rc = (rc = only_opts(&a, false, false, true)) != 0 ? rc : cmd_cluster(&a);
   } else if (strcmp(cmd, "inspect") == 0) {
     rc = (rc = only_opts(&a, false, false, false)) != 0 ? rc : cmd_inspect(&a);
+  } else if (strcmp(cmd, "keygen") == 0) {
+    rc = (rc = only_opts(&a, false, false, false)) != 0 ? rc : cmd_keygen(&a);
   } else if (is_job_cmd(cmd)) {
     rc = cmd_job(&a);
   } else {
     rc = ctl_fail(CTL_EXIT_USAGE, "unknown command '%s'", cmd);
   }
   tf_cluster_spec_free(a.spec);
+  tf_auth_set_process(NULL);
+  tf_auth_free(a.auth);
   free(a.master_url);
   free(a.pos);
   free(a.feeds);

@@ -46,12 +46,19 @@ int main(int argc, char **argv) {
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }
+  tf_auth *auth = NULL;
+  if (tf_daemon_setup_auth(spec, "master", 0, &auth) != 0) {
+    tf_cluster_spec_free(spec);
+    return TF_EXIT_CONFIG;
+  }
   tf_status st;
   tf_status_init(&st);
   tf_master *m = NULL;
   if (tf_master_start(spec, &m, &st) != TF_OK) {
     tf_log(LOG_ERR, "cannot start: %s", st.msg);
     tf_cluster_spec_free(spec);
+    tf_auth_set_process(NULL);
+    tf_auth_free(auth);
     return TF_EXIT_CONFIG;
   }
   char *url = tf_cluster_task_url(spec, "master", 0);
@@ -66,5 +73,7 @@ int main(int argc, char **argv) {
   free(url);
   rc = tf_daemon_run(&d);
   tf_cluster_spec_free(spec);
+  tf_auth_set_process(NULL);
+  tf_auth_free(auth);
   return rc;
 }

@@ -50,6 +50,11 @@ int main(int argc, char **argv) {
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }
+  tf_auth *auth = NULL;
+  if (tf_daemon_setup_auth(spec, a.job, a.task, &auth) != 0) {
+    tf_cluster_spec_free(spec);
+    return TF_EXIT_CONFIG;
+  }
   tf_status st;
   tf_status_init(&st);
   tf_worker *w = NULL;
@@ -60,6 +65,8 @@ int main(int argc, char **argv) {
            is_master ? "; tfmaster --config " : "", is_master ? a.config : "",
            is_master ? " serves it" : "");
     tf_cluster_spec_free(spec);
+    tf_auth_set_process(NULL);
+    tf_auth_free(auth);
     return TF_EXIT_CONFIG;
   }
   char *url = tf_cluster_task_url(spec, a.job, a.task);
@@ -75,5 +82,7 @@ int main(int argc, char **argv) {
   free(url);
   rc = tf_daemon_run(&d);
   tf_cluster_spec_free(spec);
+  tf_auth_set_process(NULL);
+  tf_auth_free(auth);
   return rc;
 }

@@ -36,7 +36,10 @@ typedef struct tf_session_options {
   /* NULL or "": run in this process. Otherwise the URL of a tfmaster
    * ("tcp://host:port"): the graph is sent to the master (new nodes on
    * every extend and Run), and Run, Reset and Close have the same
-   * semantics as locally, with the cluster's devices and its variables. */
+   * semantics as locally, with the cluster's devices and its variables.
+   * A cluster with authentication (docs/security.md) needs a key: the
+   * file named by the environment variable TF_KEY_FILE signs every
+   * request (a client key, or the cluster key). */
   const char *target;
   /* A remote target: the deadline of each control call (CreateSession,
    * which the master may hold up to the spec's registration_ms while

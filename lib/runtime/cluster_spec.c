@@ -472,6 +472,50 @@ static tf_code parse_slurm(ctx *c, const yaml_node_t *v) {
   return TF_OK;
 }
 
+/* auth: none, or {key_file, client_key_file, readonly_key_file,
+ * window_ms} (docs/security.md). key_file is required in the mapping. */
+static tf_code parse_auth(ctx *c, const yaml_node_t *v) {
+  static const char *const names[] = {"key_file", "client_key_file", "readonly_key_file",
+                                      "window_ms"};
+  tf_cluster_spec *s = c->s;
+  if (v->type == YAML_SCALAR_NODE && !tf__spec_is_null(v)) {
+    const char *t = (const char *)v->data.scalar.value;
+    if (strcmp(t, "none") != 0) {
+      return err(c, v, "auth", "expected 'none' or a mapping with key_file, got '%.60s'", t);
+    }
+    s->auth_mode = TF_CLUSTER_AUTH_NONE;
+    return TF_OK;
+  }
+  yaml_node_t *f[4];
+  TF_TRY(fields(c, v, "auth", "'auth'", names, 4, f));
+  if (f[0] == NULL) {
+    return err(c, v, "auth", "missing key_file (the tasks' key; tfctl keygen FILE makes "
+               "one), or write 'auth: none' to run without authentication");
+  }
+  char **dst[] = {&s->auth_key_file, &s->auth_client_key_file, &s->auth_readonly_key_file};
+  static const char *const field[] = {"auth.key_file", "auth.client_key_file",
+                                      "auth.readonly_key_file"};
+  for (int k = 0; k < 3; k++) {
+    const char *t = "";
+    if (f[k] == NULL) {
+      continue;
+    }
+    TF_TRY(text_of(c, f[k], field[k], "a key file", &t));
+    if (t[0] == '\0') {
+      return err(c, f[k], field[k], "expected a key file, got ''");
+    }
+    free(*dst[k]);
+    *dst[k] = tf__xstrdup(t);
+  }
+  if (f[3] != NULL) {
+    TF_TRY(int_of(c, f[3], "auth.window_ms", 1000, 3600000,
+                  " (ms: how far a request's timestamp may be from the receiver's clock)",
+                  &s->auth_window_ms));
+  }
+  s->auth_mode = TF_CLUSTER_AUTH_KEY;
+  return TF_OK;
+}
+
 /* A string-valued key: cluster, transport, checkpoint_dir, run_dir,
  * log_level. */
 static tf_code parse_string(ctx *c, int k, const yaml_node_t *v) {
@@ -541,6 +585,7 @@ static void set_defaults(tf_cluster_spec *s) {
   s->inter_op_threads = 0;
   s->rpc_threads = 16;
   s->log_level = LOG_INFO;
+  s->auth_window_ms = 30000;
 }
 
 /* Interprets the document's root mapping into c->s. */
@@ -548,14 +593,14 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   static const char *const names[] = {
       "cluster",  "transport", "checkpoint_dir", "run_dir", "log_level",
       "jobs",     "timeouts",  "threads",        "max_message_mb", "limits",
-      "metrics", "slurm"};
+      "metrics", "slurm", "auth"};
   char b[80];
   if (root->type != YAML_MAPPING_NODE) {
     return err(c, root, NULL, "expected a mapping with 'jobs' at the top "
                "level, got %s", tf__spec_shown(root, b));
   }
-  yaml_node_t *f[12];
-  TF_TRY(fields(c, root, NULL, "the top level", names, 12, f));
+  yaml_node_t *f[13];
+  TF_TRY(fields(c, root, NULL, "the top level", names, 13, f));
   for (int k = 0; k < 5; k++) { /* transport first: jobs need it */
     if (f[k] != NULL) {
       TF_TRY(parse_string(c, k, f[k]));
@@ -582,6 +627,9 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   }
   if (f[11] != NULL) {
     TF_TRY(parse_slurm(c, f[11]));
+  }
+  if (f[12] != NULL) {
+    TF_TRY(parse_auth(c, f[12]));
   }
   if (c->s->run_dir == NULL) {
     c->s->run_dir = tf__xasprintf("run/%s", c->s->name);
@@ -650,6 +698,9 @@ tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
   if (code == TF_OK) {
     anchor_dir(&(*out)->run_dir, path);
     anchor_dir(&(*out)->checkpoint_dir, path);
+    anchor_dir(&(*out)->auth_key_file, path);
+    anchor_dir(&(*out)->auth_client_key_file, path);
+    anchor_dir(&(*out)->auth_readonly_key_file, path);
   }
   return code;
 }
@@ -672,6 +723,9 @@ void tf_cluster_spec_free(tf_cluster_spec *s) {
   free(s->checkpoint_dir);
   free(s->run_dir);
   free(s->metrics_host);
+  free(s->auth_key_file);
+  free(s->auth_client_key_file);
+  free(s->auth_readonly_key_file);
   free(s);
 }
 

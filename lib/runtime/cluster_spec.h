@@ -38,7 +38,16 @@
  *     port_offset: 1000            # each task serves at its port + this (0: off;
  *                                  # tcp and tls+tcp only)
  *     host: 0.0.0.0                # default: the task's own host
+ *   auth:                          # authentication (docs/security.md), or
+ *                                  # `auth: none` (trusted networks only)
+ *     key_file: keys/cluster.key   # the tasks' key: every RPC (required)
+ *     client_key_file: keys/client.key     # clients: sessions, jobs
+ *     readonly_key_file: keys/readonly.key # clients: health, status, jobs
+ *     window_ms: 30000             # request timestamps this close to the clock
  *
+ * Without an auth section a daemon runs unauthenticated only on loopback
+ * addresses; elsewhere it refuses to start (tf_cluster_spec_check_exposure).
+ * Relative key files are relative to the spec file's directory.
  * Addresses are host:port for tcp and tls+tcp, a socket path for ipc, a
  * name for inproc. No two tasks may have one endpoint: host names are
  * resolved (all together, within 2 s; a name that does not resolve is no
@@ -63,6 +72,12 @@ typedef struct tf_cluster_job {
   int n_tasks;
   char **addrs; /* n_tasks addresses as written; NULL if given as a count */
 } tf_cluster_job;
+
+typedef enum tf_cluster_auth_mode {
+  TF_CLUSTER_AUTH_UNSET = 0, /* no auth section */
+  TF_CLUSTER_AUTH_NONE,      /* auth: none */
+  TF_CLUSTER_AUTH_KEY,       /* auth: {key_file: ...} */
+} tf_cluster_auth_mode;
 
 typedef struct tf_cluster_spec {
   char *path;      /* the file read, or the name given to parse */
@@ -94,6 +109,11 @@ typedef struct tf_cluster_spec {
   char *metrics_host;        /* NULL: each task's own host */
   int slurm_base_port;       /* slurm.base_port; 0 unset */
   bool counts;               /* jobs are task counts, no addresses yet */
+  tf_cluster_auth_mode auth_mode;
+  char *auth_key_file;          /* the tasks' key (KEY mode) */
+  char *auth_client_key_file;   /* NULL: none */
+  char *auth_readonly_key_file; /* NULL: none */
+  int64_t auth_window_ms;       /* default 30000 */
 } tf_cluster_spec;
 
 tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,

@@ -521,6 +521,7 @@ static tf_code serve(tf_master *m, tf_status *st) {
   o.self_incarnation = m->incarnation;
   o.log = server_log;
   o.runs_inline = runs_inline;
+  o.auth_master = true;
   return tf_rpc_server_start(&o, handle, m, &m->srv, st);
 }
 

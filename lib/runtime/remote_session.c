@@ -19,6 +19,7 @@
 #include "lib/core/serialize/serialize_util.h"
 #include "lib/core/exec/remote.h"
 #include "lib/core/base/util.h"
+#include "lib/runtime/cluster_auth.h"
 #include "lib/transport/messages.h"
 #include "lib/transport/rpc.h"
 
@@ -128,7 +129,7 @@ static void *r_open(const char *target, int64_t rpc_timeout_ms, tf_status *st) {
   remote *r = tf__xcalloc(1, sizeof *r);
   r->target = tf__xstrdup(target);
   r->control_ms = rpc_timeout_ms;
-  if (tf_rpc_client_new(target, 0, &r->c, st) != TF_OK) {
+  if (tf_cluster_auth_from_env(st) != TF_OK || tf_rpc_client_new(target, 0, &r->c, st) != TF_OK) {
     free(r->target);
     free(r);
     return NULL;

@@ -130,6 +130,7 @@ static void call_finish(tf__rpc_call *c, nng_msg *m) {
   }
   tf_wire_msg_free(c->req);
   c->req = NULL;
+  tf__rpc_auth_sign_reply(c, m);
   send_reply(c, m);
 }
 
@@ -320,6 +321,22 @@ static bool admit(tf__rpc_call *c) {
   size_t in_len = nng_msg_len(in);
   nng_pipe pipe = nng_msg_get_pipe(in);
   char host[64];
+  c->auth.key = -1;
+  if (s->auth != NULL) {
+    pipe_host(pipe, host, sizeof host);
+    c->in = in;
+    bool ok = tf__rpc_auth_admit(c, host, &st);
+    c->in = NULL;
+    if (!ok) {
+      c->req = NULL;
+      c->peer = tf__peer_metrics_of(host);
+      tf__peer_received(c->peer, in_len);
+      atomic_fetch_add(&s->rejected, 1);
+      nng_msg_free(in);
+      call_error(c, &st);
+      return false;
+    }
+  }
   if (tf_wire_parse(in, &c->req, &st) != TF_OK) {
     c->req = NULL;
     pipe_host(pipe, host, sizeof host);
@@ -340,7 +357,7 @@ static bool admit(tf__rpc_call *c) {
   atomic_store(&c->method, h->method);
   atomic_store(&c->request_id, h->request_id);
   atomic_store(&c->step_id, h->step_id);
-  if (!acceptable(s, h, &st)) {
+  if (!acceptable(s, h, &st) || tf__rpc_auth_check_role(c, h->method, &st) != TF_OK) {
     call_error(c, &st);
     return false;
   }
@@ -561,6 +578,8 @@ static tf_code server_start(const tf_rpc_server_options *o, tf_rpc_handler h,
   s->log = o->log;
   s->log_arg = o->log_arg;
   s->stop_wait_ms = o->stop_wait_ms;
+  s->auth = o->auth != NULL ? o->auth : tf_auth_process();
+  s->auth_master = o->auth_master;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->retry = tf__retry_new();
@@ -646,6 +665,7 @@ static void server_free(tf_rpc_server *s) {
   nng_aio_free(s->timer); /* stopped by stop */
   tf__retry_free(s->retry);
   tf__conns_free(s->conns);
+  tf__rpc_auth_log_free(s->auth_log);
   pthread_cond_destroy(&s->cv);
   pthread_mutex_destroy(&s->mu);
   free(s->slots);
@@ -749,6 +769,10 @@ void tf_rpc_server_stop(tf_rpc_server *s) {
 
 uint64_t tf_rpc_server_served(const tf_rpc_server *s) {
   return atomic_load(&s->served);
+}
+
+uint64_t tf_rpc_server_auth_refused(const tf_rpc_server *s) {
+  return atomic_load(&s->auth_refused);
 }
 
 uint64_t tf_rpc_server_rejected(const tf_rpc_server *s) {

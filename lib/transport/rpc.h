@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/transport/auth.h"
 #include "lib/transport/wire.h"
 #include "tf/status.h"
 
@@ -98,6 +99,17 @@ typedef struct tf_rpc_server_options {
   bool (*runs_inline)(void *arg, int method);
   tf_rpc_log_fn log;           /* NULL: lines go to stderr */
   void *log_arg;
+  /* Authentication (auth.h): the keyring requests must be signed with
+   * (NULL: the process's, tf_auth_process(); none there: requests are not
+   * authenticated, and signed ones are refused as unsigned ones are by an
+   * authenticating server). A request that fails is answered UNAUTHENTICATED
+   * (unsigned) before its envelope is parsed, counted in
+   * tf_rpc_auth_failures_total{reason} and logged at most once per peer
+   * every 10 s; one whose key's role may not call the method
+   * (tf_auth_method_role(method, auth_master)) gets PERMISSION_DENIED.
+   * Replies to signed requests are signed with the request's key. */
+  tf_auth *auth;
+  bool auth_master;            /* the master's method roles, else a worker's */
 } tf_rpc_server_options;
 
 /* Defaults for url: 4 handler threads, 256 MiB messages, 256 calls, 256
@@ -142,6 +154,8 @@ void tf_rpc_server_stop(tf_rpc_server *s);
  * (malformed, a reply sent as a request, wrong task or incarnation). */
 uint64_t tf_rpc_server_served(const tf_rpc_server *s);
 uint64_t tf_rpc_server_rejected(const tf_rpc_server *s);
+/* Requests refused by authentication (also counted in rejected). */
+uint64_t tf_rpc_server_auth_refused(const tf_rpc_server *s);
 
 typedef struct tf_rpc_server_stats {
   uint64_t served, rejected;
@@ -171,6 +185,11 @@ typedef struct tf_rpc_client_options {
    * (over 100 ms) is left to the call's deadline. tcp:// with a numeric
    * host and ipc:// only. */
   bool dial_now;
+  /* Signs requests with the keyring's first key and accepts only replies
+   * signed with it that answer them (NULL: the process's keyring,
+   * tf_auth_process(); none: unsigned). An unsigned UNAUTHENTICATED error
+   * reply (the server refused the request) is returned as that error. */
+  tf_auth *auth;
 } tf_rpc_client_options;
 
 /* A client; dialling happens in the background (unless dial_now), so an

@@ -35,6 +35,7 @@ typedef struct pair {
   int64_t timeout_ms;
   int64_t deadline_ns;
   bool receiving;
+  uint8_t nonce[TF_AUTH_NONCE_BYTES]; /* the signed request's */
   tf_rpc_done done;
   void *arg;
 } pair;
@@ -52,6 +53,7 @@ struct tf_rpc_client {
   tf__refcount refs;     /* the owner's plus one per call in flight */
   atomic_int pipes;      /* connections to the peer now */
   const tf__peer_metrics *peer; /* expect_task, else the URL */
+  tf_auth *auth;         /* signs requests with its first key; NULL: none */
 };
 
 /* Set while a done callback runs on an NNG thread. */
@@ -177,6 +179,7 @@ tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
   c->url = tf__xstrdup(o->url);
   c->expect_task = tf__xstrdup(o->expect_task != NULL ? o->expect_task : "");
   c->keep = o->pool > 0 ? o->pool : DEFAULT_POOL;
+  c->auth = o->auth != NULL ? o->auth : tf_auth_process();
   c->peer = tf__peer_metrics_of(c->expect_task[0] != '\0' ? c->expect_task : c->url);
   pthread_mutex_init(&c->mu, NULL);
   int rv = nng_req0_open(&c->sock);
@@ -296,13 +299,58 @@ static tf_code op_status(tf_rpc_client *c, int method, int64_t timeout_ms,
                        tf_method_name(method), c->url, nng_strerror(rv));
 }
 
+/* Checks and strips the auth prefix of reply m (auth.h) to the request
+ * signed with nonce. An unsigned reply is accepted only as the server's
+ * refusal of the request (an error with code UNAUTHENTICATED), which is
+ * returned. */
+static tf_code reply_auth(const tf_rpc_client *c, int method, nng_msg *m,
+                          const uint8_t *nonce, tf_status *st) {
+  const uint8_t *b = nng_msg_body(m);
+  size_t n = nng_msg_len(m);
+  if (!tf_auth_is_signed(b, n)) {
+    tf_wire_msg *r = NULL;
+    if (tf_wire_parse(m, &r, st) == TF_OK && r->h.is_reply &&
+        r->h.code == TF_UNAUTHENTICATED) {
+      tf_status_set(st, TF_UNAUTHENTICATED, "%s", r->h.error);
+    } else {
+      tf_status_set(st, TF_UNAUTHENTICATED,
+                    "%s to %s: the reply is not signed (the server does not use this "
+                    "cluster's authentication)",
+                    tf_method_name(method), c->url);
+    }
+    tf_wire_msg_free(r);
+    return st->code;
+  }
+  if (tf_auth_verify_reply(c->auth, 0, nonce, b, n, st) != TF_OK) {
+    tf_status_prefix(st, "%s to %s", tf_method_name(method), c->url);
+    return st->code;
+  }
+  nng_msg_trim(m, TF_AUTH_PREFIX_BYTES);
+  return TF_OK;
+}
+
+/* Signs request m in place when the client authenticates; nonce gets its
+ * nonce. */
+static void sign_request(const tf_rpc_client *c, nng_msg *m, uint8_t *nonce) {
+  if (c->auth == NULL) {
+    return;
+  }
+  uint8_t prefix[TF_AUTH_PREFIX_BYTES];
+  tf_auth_sign(c->auth, 0, NULL, nng_msg_body(m), nng_msg_len(m), prefix, nonce);
+  TF_ASSERT(nng_msg_insert(m, prefix, sizeof prefix) == 0);
+}
+
 /* Parses reply m (taken): *out is the reply when OK; a reply from another
  * task than expected, or with a non-OK code, becomes that status. */
 static tf_code reply_status(const tf_rpc_client *c, int method, nng_msg *m,
-                            tf_wire_msg **out, tf_status *st) {
+                            const uint8_t *nonce, tf_wire_msg **out, tf_status *st) {
   *out = NULL;
   tf_wire_msg *r;
   tf__peer_received(c->peer, nng_msg_len(m));
+  if (c->auth != NULL && reply_auth(c, method, m, nonce, st) != TF_OK) {
+    nng_msg_free(m);
+    return st->code;
+  }
   if (tf_wire_parse(m, &r, st) != TF_OK) {
     tf_status_prefix(st, "%s to %s: malformed reply", tf_method_name(method),
                      c->url);
@@ -370,7 +418,7 @@ static void call_cb(void *arg) {
   if (rv != 0) {
     op_status(p->c, p->method, p->timeout_ms, rv, false, &st);
   } else {
-    reply_status(p->c, p->method, m, &r, &st);
+    reply_status(p->c, p->method, m, p->nonce, &r, &st);
   }
   call_end(p, &st, r);
 }
@@ -400,6 +448,7 @@ void tf_rpc_call_async(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
   p->done = done;
   p->arg = arg;
   tf__ref_get(&c->refs);
+  sign_request(c, req, p->nonce);
   tf__peer_sent(c->peer, nng_msg_len(req));
   nng_aio_set_msg(p->aio, req);
   nng_aio_set_timeout(p->aio, (nng_duration)TF_MIN(timeout_ms, INT32_MAX));
@@ -439,6 +488,8 @@ tf_code tf_rpc_call(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
     return op_status(c, method, timeout_ms, rv, true, st);
   }
   tf__ref_get(&c->refs);
+  uint8_t nonce[TF_AUTH_NONCE_BYTES];
+  sign_request(c, req, nonce);
   tf__peer_sent(c->peer, nng_msg_len(req));
   nng_aio_set_msg(p->aio, req);
   rv = run_op(p, false, (nng_duration)TF_MIN(timeout_ms, INT32_MAX));
@@ -452,7 +503,7 @@ tf_code tf_rpc_call(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
   nng_aio_set_msg(p->aio, NULL);
   pair_put(p, false);
   tf_code code = rv != 0 ? op_status(c, method, timeout_ms, rv, true, st)
-                         : reply_status(c, method, m, reply, st);
+                         : reply_status(c, method, m, nonce, reply, st);
   if (code != TF_OK) {
     tf__rpc_count_error("client", method, code);
   }

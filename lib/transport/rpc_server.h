@@ -18,6 +18,7 @@
 #include <stdbool.h>
 
 #include "lib/core/base/workqueue.h"
+#include "lib/transport/auth.h"
 #include "lib/transport/rpc.h"
 
 typedef enum tf__slot_state {
@@ -50,6 +51,7 @@ struct tf_rpc_call {
   uint64_t request_id, step_id;
   int64_t start_ns;
   const struct tf__peer_metrics *peer; /* the requester's series; NULL until admitted */
+  tf_auth_ctx auth;       /* who signed the request (key -1: unsigned); the reply is signed alike */
   /* A retry waiting for its original (under the retry table's lock). */
   tf__retry_entry *wait_entry;
   tf__rpc_call *wait_next;
@@ -84,7 +86,24 @@ struct tf_rpc_server {
   tf__retry *retry;
   tf__conns *conns;
   atomic_uint_fast64_t served, rejected;
+  tf_auth *auth;          /* NULL: requests are not authenticated */
+  bool auth_master;       /* roles of the master's methods (tf_auth_method_role) */
+  struct tf__auth_log *auth_log; /* refusals, logged once per peer per period */
+  atomic_uint_fast64_t auth_refused;
 };
+
+/* ---- authentication (rpc_auth.c) ---------------------------------------- */
+
+/* Checks and strips the auth prefix of the call's received request c->in
+ * when the server authenticates (fills c->auth; key -1 when it does not).
+ * false: refused, st says why (UNAUTHENTICATED), counted, logged. */
+bool tf__rpc_auth_admit(tf__rpc_call *c, const char *host, tf_status *st);
+/* PERMISSION_DENIED when the request's role may not call method. */
+tf_code tf__rpc_auth_check_role(const tf__rpc_call *c, int method, tf_status *st);
+/* Signs reply m in place for the call's requester (nothing when the
+ * request was not signed). */
+void tf__rpc_auth_sign_reply(const tf__rpc_call *c, nng_msg *m);
+void tf__rpc_auth_log_free(struct tf__auth_log *l);
 
 /* Logs a formatted line through the server's log function. */
 void tf__rpc_log(const tf_rpc_server *s, int prio, const char *fmt, ...)

@@ -70,6 +70,11 @@ typedef struct tf_tstream_server_opts {
    * sending bad frames is logged once). Called on server threads. */
   void (*log)(void *log_arg, const char *line);
   void *log_arg;
+  /* Authentication (auth.h): a connection must start with a hello signed
+   * with a task key of this keyring (NULL: the process's,
+   * tf_auth_process(); none: no hello is expected), else it is closed,
+   * counted (auth_refused) and logged once per peer. */
+  struct tf_auth *auth;
 } tf_tstream_server_opts;
 
 /* Defaults: max_tensor_bytes 256 MiB, max_connections 256, idle_ms 300000,
@@ -102,6 +107,7 @@ typedef struct tf_tstream_server_stats {
   uint64_t no_memory;           /* a tensor could not be allocated: closed */
   uint64_t broken;              /* peer gone or stalled inside a frame */
   uint64_t idle_closed;         /* no frame begun within idle_ms */
+  uint64_t auth_refused;        /* no valid hello: closed */
   int open_connections;
 } tf_tstream_server_stats;
 
@@ -125,6 +131,8 @@ typedef struct tf_tstream_client_opts {
 tf_tstream_client_opts tf_tstream_client_opts_default(void);
 
 /* A client for the server at url (tcp://host:port); o NULL: defaults.
+ * When the process has a keyring (tf_auth_process()), each connection
+ * starts with a hello signed with its first key.
  * Nothing is dialled until the first send. INVALID_ARGUMENT for a bad URL
  * or option, UNIMPLEMENTED for tls+tcp:// and other schemes. */
 tf_code tf_tstream_client_new(const char *url, const tf_tstream_client_opts *o,

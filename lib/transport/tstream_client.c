@@ -22,6 +22,7 @@
 #include <nng/nng.h>
 
 #include "lib/core/base/util.h"
+#include "lib/transport/auth.h"
 #include "lib/transport/tensor_stream.h"
 #include "lib/transport/peer_metrics.h"
 #include "lib/transport/tstream_frame.h"
@@ -33,7 +34,7 @@ typedef struct tsend {
   tf_tensor *t;            /* a reference; NULL for a dead value */
   void *hdr;               /* packed header */
   uint8_t prefix[TF__TSTREAM_PREFIX_BYTES];
-  nng_iov iov[3];          /* what is left to write */
+  nng_iov iov[4];          /* what is left to write (a hello first) */
   unsigned niov;
   char key[128];           /* for messages (truncated) */
   size_t bytes;            /* the whole frame's */
@@ -52,6 +53,8 @@ typedef struct tconn {
   bool send_pending, watch_pending;
   tsend *cur;              /* the frame being written (BUSY) */
   uint8_t watch_byte;
+  bool hello_due;          /* the first frame carries the hello */
+  uint8_t hello[TF_AUTH_HELLO_BYTES];
   int64_t last_used_ns;
   const char *why;         /* why it was closed (CLOSING), for messages */
 } tconn;
@@ -66,6 +69,7 @@ struct tf_tstream_client {
   int n_queued;
   tconn *conns;            /* o.max_connections of them */
   const tf__peer_metrics *peer; /* the first frame's "to" (one task per URL) */
+  tf_auth *auth;           /* signs each connection's hello; NULL: none */
 };
 
 /* Work collected under the lock and done after it: finished frames
@@ -212,6 +216,14 @@ static void kick(tf_tstream_client *c) {
       }
       c->n_queued--;
       k->state = C_BUSY;
+      if (k->hello_due) { /* the connection's first bytes */
+        tsend *x = k->cur;
+        tf_auth_hello_sign(c->auth, k->hello); /* fresh: its time is checked */
+        memmove(x->iov + 1, x->iov, x->niov * sizeof x->iov[0]);
+        x->iov[0] = (nng_iov){k->hello, sizeof k->hello};
+        x->niov++;
+        k->hello_due = false;
+      }
       start_send(k);
     }
     dialing += k->state == C_DIALING;
@@ -244,6 +256,7 @@ static void dial_cb(void *arg) {
   } else if (rv == 0) {
     k->s = s;
     k->state = C_READY;
+    k->hello_due = c->auth != NULL;
     k->last_used_ns = tf__now_ns();
     start_watch(k, c->o.idle_ms);
     kick(c);
@@ -396,6 +409,7 @@ tf_code tf_tstream_client_new(const char *url, const tf_tstream_client_opts *o,
   TF_TRY(check_opts(url, o, st));
   tf_tstream_client *c = tf__xcalloc(1, sizeof *c);
   c->url = tf__xstrdup(url);
+  c->auth = tf_auth_process();
   c->o = *o;
   pthread_mutex_init(&c->mu, NULL);
   int rv = nng_stream_dialer_alloc(&c->d, url);

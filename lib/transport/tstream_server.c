@@ -22,6 +22,7 @@
 #include "lib/core/base/util.h"
 #include "lib/transport/tensor_stream.h"
 #include "lib/transport/peer_metrics.h"
+#include "lib/transport/auth.h"
 #include "lib/transport/tstream_frame.h"
 #include "lib/transport/tstream_util.h"
 
@@ -60,7 +61,9 @@ struct tf_tstream_server {
   char *logged[MAX_LOGGED];
   int n_logged;
   _Atomic uint64_t accepted, refused_connections, frames, payload_bytes,
-      deliver_errors, bad_frames, wrong_task, no_memory, broken, idle_closed;
+      deliver_errors, bad_frames, wrong_task, no_memory, broken, idle_closed,
+      auth_refused;
+  tf_auth *auth;           /* NULL: no hello expected */
 };
 
 tf_tstream_server_opts tf_tstream_server_opts_default(void) {
@@ -297,9 +300,40 @@ static void count_frame(sconn *c, const char *from, size_t n) {
   tf__peer_received(c->pm, n);
 }
 
+/* Reads and checks the connection's hello; false: refused (counted,
+ * logged once per peer and reason). */
+static bool hello_ok(sconn *c) {
+  tf_tstream_server *s = c->s;
+  uint8_t hello[TF_AUTH_HELLO_BYTES];
+  size_t got = 0;
+  tf_status st;
+  tf_status_init(&st);
+  bool role = false;
+  tf_auth_failure why = TF_AUTH_MALFORMED;
+  int rv = read_full(c, hello, sizeof hello, s->o.io_timeout_ms, s->o.io_timeout_ms, &got);
+  if (rv != 0) {
+    tf_status_set(&st, TF_UNAUTHENTICATED, "no hello within io_timeout_ms (%zu of %d bytes: "
+                  "%s)", got, TF_AUTH_HELLO_BYTES, nng_strerror(rv));
+  } else {
+    why = tf_auth_hello_verify(s->auth, hello, &role, &st);
+  }
+  if (why == TF_AUTH_OK && !role) {
+    return true;
+  }
+  atomic_fetch_add(&s->auth_refused, 1);
+  const char *reason = role ? "role" : tf_auth_failure_label(why);
+  tf_auth_count_refusal(reason);
+  log_once(s, reason, c->host, "", "tensor stream %s: refused a connection from %s: %s",
+           s->url, c->peer, st.msg);
+  return false;
+}
+
 /* Reads and delivers frames until the connection ends. */
 static void serve(sconn *c) {
   tf_tstream_server *s = c->s;
+  if (s->auth != NULL && !hello_ok(c)) {
+    return;
+  }
   for (;;) {
     tf_status st;
     tf_status_init(&st);
@@ -517,6 +551,7 @@ tf_code tf_tstream_server_start(const tf_tstream_server_opts *o,
   s->o.self_task = s->self_task;
   s->deliver = deliver;
   s->arg = arg;
+  s->auth = o->auth != NULL ? o->auth : tf_auth_process();
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   tf_code c = listen_on(s, st);
@@ -573,7 +608,8 @@ tf_tstream_server_stats tf_tstream_server_stats_get(tf_tstream_server *s) {
       .wrong_task = atomic_load(&s->wrong_task),
       .no_memory = atomic_load(&s->no_memory),
       .broken = atomic_load(&s->broken),
-      .idle_closed = atomic_load(&s->idle_closed)};
+      .idle_closed = atomic_load(&s->idle_closed),
+      .auth_refused = atomic_load(&s->auth_refused)};
   pthread_mutex_lock(&s->mu);
   r.open_connections = s->n_conns;
   pthread_mutex_unlock(&s->mu);

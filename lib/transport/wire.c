@@ -12,6 +12,7 @@
 
 #include "lib/core/serialize/tensor_msgpack.h"
 #include "lib/core/base/util.h"
+#include "lib/transport/auth.h"
 #include "lib/transport/wire.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -248,11 +249,14 @@ tf_code tf_wire_finish(tf_wire_writer *w, nng_msg **out, tf_status *st) {
   }
   size_t total = (size_t)(area + w->area_len);
   nng_msg *m;
-  if (nng_msg_alloc(&m, total) != 0) {
+  /* Room in front for the auth prefix, so signing does not copy it. */
+  if (total > SIZE_MAX - TF_AUTH_PREFIX_BYTES ||
+      nng_msg_alloc(&m, total + TF_AUTH_PREFIX_BYTES) != 0) {
     c = tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                       "out of memory for a %zu-byte message", total);
     goto done;
   }
+  nng_msg_trim(m, TF_AUTH_PREFIX_BYTES);
   hint_huge_pages(nng_msg_body(m), total);
   fill_message(w, nng_msg_body(m), total, (size_t)area);
   *out = m;

@@ -163,10 +163,13 @@ train: {steps: 1000000, log_every_steps: 10}
 eval: {every_steps: 0}
 JOB
 
+# The spec beside its key: tf-cluster.sbatch generates $D/cluster.key.
+cp "$root/conf/slurm/cluster.yaml" "$D/cluster.yaml"
+export TF_KEY_FILE=$D/cluster.key
 t0=$(date +%s)
 jid=$(cd "$D" && TF_BIN="$bin" TF_SLURM_LOGS="$D/out" sbatch --parsable -N 3 \
   -o "$D/out/batch.out" "$root/conf/slurm/tf-cluster.sbatch" "$D/job.yaml" \
-  "$root/conf/slurm/cluster.yaml")
+  "$D/cluster.yaml")
 check "sbatch accepts conf/slurm/tf-cluster.sbatch" [ -n "$jid" ]
 
 # Steps run: the master (n009:7070, 127.0.0.9) reports the job's step.
