@@ -25,7 +25,7 @@ if ! command -v "$CC" >/dev/null; then
 fi
 
 PKG_CFLAGS=$(pkg-config --cflags msgpack yaml-0.1 2>/dev/null || true)
-LIBS="$(pkg-config --libs msgpack yaml-0.1 libuv 2>/dev/null) -lnng -lopenblas -lz -lm -lpthread"
+LIBS="$(pkg-config --libs msgpack yaml-0.1 libuv 2>/dev/null) -lnng -lcrypto -lopenblas -lz -lm -lpthread"
 BASE="-std=c11 -D_GNU_SOURCE -g -O1 -pthread -I. -Iinclude $PKG_CFLAGS -w"
 SAN="address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 

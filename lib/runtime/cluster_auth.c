@@ -13,10 +13,11 @@
 
 static tf_code add(tf_auth *a, const tf_cluster_spec *s, const char *file,
                    const char *field, tf_auth_role role, tf_status *st) {
-  if (tf_auth_add_key_file(a, file, role, st) != TF_OK) {
+  tf_code c = tf_auth_add_key_file(a, file, role, st);
+  if (c != TF_OK) {
     tf_status_prefix(st, "%s: %s", s->path, field);
   }
-  return st->code;
+  return c;
 }
 
 tf_code tf_cluster_auth_daemon(const tf_cluster_spec *s, tf_auth **out, tf_status *st) {
@@ -34,7 +35,7 @@ tf_code tf_cluster_auth_daemon(const tf_cluster_spec *s, tf_auth **out, tf_statu
        add(a, s, s->auth_readonly_key_file, "auth.readonly_key_file",
            TF_AUTH_ROLE_READONLY, st) != TF_OK)) {
     tf_auth_free(a);
-    return st->code;
+    return st->code; /* set by the add that failed */
   }
   *out = a;
   return TF_OK;

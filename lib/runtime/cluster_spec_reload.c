@@ -71,6 +71,12 @@ static void diff_restart_only(const tf_cluster_spec *l, const tf_cluster_spec *f
     append(buf, len, "metrics");
   }
   if (l->slurm_base_port != f->slurm_base_port) append(buf, len, "slurm.base_port");
+  if (l->auth_mode != f->auth_mode || str_differs(l->auth_key_file, f->auth_key_file) ||
+      str_differs(l->auth_client_key_file, f->auth_client_key_file) ||
+      str_differs(l->auth_readonly_key_file, f->auth_readonly_key_file) ||
+      l->auth_window_ms != f->auth_window_ms) {
+    append(buf, len, "auth");
+  }
 }
 
 void tf_cluster_spec_reload(tf_cluster_spec *live, const tf_cluster_spec *fresh,

@@ -247,9 +247,11 @@ tf_code tf_auth_add_key_file(tf_auth *a, const char *path, tf_auth_role role,
     int hi = hexval((unsigned char)p[2 * i]), lo = hexval((unsigned char)p[2 * i + 1]);
     if (hi < 0 || lo < 0) {
       c = tf_status_set(st, TF_INVALID_ARGUMENT,
-                        "key file %s: character %zu is not a hex digit", path, 2 * i + 1);
+                        "key file %s: character %zu is not a hex digit", path,
+                        2 * i + (hi < 0 ? 1 : 2));
+    } else {
+      key[i] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
     }
-    key[i] = (uint8_t)(hi << 4 | lo);
   }
   if (c == TF_OK) {
     c = tf_auth_add_key(a, key, digits / 2, role, path, st);
