@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "lib/core/base/metrics.h"
 #include "lib/transport/auth.h"
 #include "lib/transport/auth_replay.h"
 #include "test/unit/transport/rpc_testlib.h"
@@ -349,6 +350,17 @@ static void rpc_auth(const char *url) {
   nng_msg_free(m);
   nng_close(sock);
   tf_rpc_server_stop(s);
+  /* every refusal is in the metrics, by reason */
+  char *text = NULL;
+  size_t tlen = 0;
+  tf_metrics_render(tf_metrics_global(), &text, &tlen);
+  static const char *const reasons[] = {"unsigned", "unknown_key", "role", "replay"};
+  for (int i = 0; i < 4; i++) {
+    char head[96];
+    snprintf(head, sizeof head, "tf_rpc_auth_failures_total{reason=\"%s\"}", reasons[i]);
+    ck_assert_msg(tt_line_value(text, head) >= 1, "%s in\n%s", head, text);
+  }
+  free(text);
   /* a signing client against a server that does not authenticate */
   tf_rpc_server *plain = auth_server(strncmp(url, "tcp", 3) == 0 ? "tcp://127.0.0.1:0"
                                                                  : "inproc://auth_plain",
