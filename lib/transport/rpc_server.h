@@ -19,6 +19,7 @@
 
 #include "lib/core/base/workqueue.h"
 #include "lib/transport/rpc.h"
+#include "lib/transport/tls.h"
 
 typedef enum tf__slot_state {
   TF__SLOT_PARKED,  /* no operation; not counted in busy */
@@ -83,6 +84,7 @@ struct tf_rpc_server {
   int64_t sweep_ms;
   tf__retry *retry;
   tf__conns *conns;
+  tf__tls_watch *tls_watch; /* tls+tcp: failed handshakes (NULL otherwise) */
   atomic_uint_fast64_t served, rejected;
 };
 
