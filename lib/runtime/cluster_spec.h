@@ -38,9 +38,23 @@
  *     port_offset: 1000            # each task serves at its port + this (0: off;
  *                                  # tcp and tls+tcp only)
  *     host: 0.0.0.0                # default: the task's own host
+ *   tls:                           # required with transport tls+tcp, refused
+ *                                  # otherwise (docs/security-tls.md)
+ *     ca_file: certs/ca.crt        # the cluster CA (PEM): peers must present
+ *                                  # a certificate it signed
+ *     cert_key_file: certs/h1.pem  # this daemon's certificate chain and key
+ *                                  # (one PEM), presented as server and as
+ *                                  # client; tfmaster/tfworker --tls-cert-key
+ *                                  # FILE overrides it (per-host certificates)
+ *     client_cert_key_file: certs/client.pem  # optional: what tfctl and
+ *                                  # remote sessions present (default
+ *                                  # cert_key_file; tfctl --cert overrides)
  *
  * Addresses are host:port for tcp and tls+tcp, a socket path for ipc, a
- * name for inproc. No two tasks may have one endpoint: host names are
+ * name for inproc. With tls+tcp the hosts must be DNS names, the names in
+ * the tasks' certificates (mbedTLS 2.28 does not match IP addresses).
+ * Relative paths (run_dir, checkpoint_dir, the tls files) are taken from
+ * the spec file's directory. No two tasks may have one endpoint: host names are
  * resolved (all together, within 2 s; a name that does not resolve is no
  * error, it is compared as written, case-folded), IPv6 addresses compared
  * in canonical form, socket paths with '.' and '..' folded, e.g.
@@ -93,6 +107,10 @@ typedef struct tf_cluster_spec {
   int metrics_port_offset;   /* 0: no metrics from the spec */
   char *metrics_host;        /* NULL: each task's own host */
   int slurm_base_port;       /* slurm.base_port; 0 unset */
+  /* tls: (all NULL without the section; transport tls+tcp has it) */
+  char *tls_ca_file;
+  char *tls_cert_key_file;
+  char *tls_client_cert_key_file; /* NULL: tls_cert_key_file */
   bool counts;               /* jobs are task counts, no addresses yet */
 } tf_cluster_spec;
 
