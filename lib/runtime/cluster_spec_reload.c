@@ -71,6 +71,11 @@ static void diff_restart_only(const tf_cluster_spec *l, const tf_cluster_spec *f
     append(buf, len, "metrics");
   }
   if (l->slurm_base_port != f->slurm_base_port) append(buf, len, "slurm.base_port");
+  if (str_differs(l->tls_ca_file, f->tls_ca_file) ||
+      str_differs(l->tls_cert_key_file, f->tls_cert_key_file) ||
+      str_differs(l->tls_client_cert_key_file, f->tls_client_cert_key_file)) {
+    append(buf, len, "tls");
+  }
 }
 
 void tf_cluster_spec_reload(tf_cluster_spec *live, const tf_cluster_spec *fresh,

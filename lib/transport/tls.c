@@ -22,6 +22,7 @@
 #include "lib/core/base/metrics.h"
 #include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
+#include "tf/tls.h"
 
 #define MAX_PEM_BYTES (1 << 20)
 #define LOG_EVERY_MS 10000
@@ -271,6 +272,15 @@ tf_tls_config *tf_tls_default(void) {
   tf_tls_config *c = default_cfg != NULL ? tf_tls_config_hold(default_cfg) : NULL;
   pthread_mutex_unlock(&default_mu);
   return c;
+}
+
+tf_code tf_tls_use_files(const char *ca_file, const char *cert_key_file,
+                         tf_status *st) {
+  tf_tls_config *c = NULL;
+  TF_TRY(tf_tls_config_load(ca_file, cert_key_file, &c, st));
+  tf_tls_set_default(c);
+  tf_tls_config_free(c);
+  return TF_OK;
 }
 
 bool tf_tls_url(const char *url) {

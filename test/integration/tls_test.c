@@ -19,6 +19,7 @@
 #include "test/integration/harness.h"
 #include "test/unit/testutil.h"
 #include "tf/session.h"
+#include "tf/tls.h"
 
 static tf_node *node_on(tf_graph *g, const char *op, const char *name, const char *device,
                         const tf_output *in, int n_in) {
@@ -103,11 +104,8 @@ START_TEST(test_cluster_over_tls) {
   char ca[512], client[512];
   snprintf(ca, sizeof ca, "%s/certs/ca.crt", c->dir);
   snprintf(client, sizeof client, "%s/certs/client.pem", c->dir);
-  tf_tls_config *tc = NULL;
   tf_status st;
-  TH_REQUIRE(c, tf_tls_config_load(ca, client, &tc, &st) == TF_OK, "%s", st.msg);
-  tf_tls_set_default(tc);
-  tf_tls_config_free(tc);
+  TH_REQUIRE(c, tf_tls_use_files(ca, client, &st) == TF_OK, "%s", st.msg); /* public API */
   TH_REQUIRE(c, th_start_all(c, 20000), "cluster start");
   th_task *master = th_task_get(c, "master", 0);
   TH_REQUIRE(c, strncmp(master->url, "tls+tcp://localhost:", 20) == 0, "%s", master->url);

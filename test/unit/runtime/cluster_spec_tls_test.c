@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lib/runtime/cluster_spec.h"
+#include "lib/runtime/cluster_spec_reload.h"
 #include "lib/runtime/cluster_spec_tls.h"
 #include "test/unit/testutil.h"
 
@@ -160,6 +161,26 @@ START_TEST(test_other_transports_have_none) {
 }
 END_TEST
 
+/* SIGHUP does not re-read certificates: a changed tls: needs a restart. */
+START_TEST(test_reload_reports_tls) {
+  tf_status st;
+  tf_status_init(&st);
+  const char *a = TLS_JOBS "tls: {ca_file: a, cert_key_file: b}\n";
+  const char *b = TLS_JOBS "tls: {ca_file: a, cert_key_file: c}\n";
+  tf_cluster_spec *live = NULL, *fresh = NULL;
+  ck_assert(tf_cluster_spec_parse(a, strlen(a), "d.yaml", &live, &st) == TF_OK);
+  ck_assert(tf_cluster_spec_parse(b, strlen(b), "d.yaml", &fresh, &st) == TF_OK);
+  char applied[256], restart[256];
+  tf_cluster_spec_reload(live, fresh, false, applied, sizeof applied, restart, sizeof restart);
+  ck_assert_str_eq(restart, "tls");
+  ck_assert_str_eq(live->tls_cert_key_file, "b");
+  tf_cluster_spec_reload(live, live, false, applied, sizeof applied, restart, sizeof restart);
+  ck_assert_str_eq(restart, "");
+  tf_cluster_spec_free(live);
+  tf_cluster_spec_free(fresh);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("cluster_spec_tls");
   TCase *tc = tcase_create("core");
@@ -167,6 +188,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_section_checked);
   tcase_add_test(tc, test_files_loaded);
   tcase_add_test(tc, test_other_transports_have_none);
+  tcase_add_test(tc, test_reload_reports_tls);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "lib/transport/tls.h"
+#include "tf/tls.h"
 #include "test/unit/transport/rpc_testlib.h"
 #include "test/unit/transport/tstream_testlib.h"
 
@@ -80,6 +81,8 @@ static void load_fails(const char *ca, const char *cert, tf_code code,
 
 START_TEST(test_load_errors_name_the_file) {
   char ca[256], host[256], p[256], q[1024];
+  tf_status st_;
+  tf_status_init(&st_);
   snprintf(ca, sizeof ca, "%s/ca.crt", dir);
   snprintf(host, sizeof host, "%s/localhost.pem", dir);
   snprintf(p, sizeof p, "%s/none.pem", dir);
@@ -106,6 +109,16 @@ START_TEST(test_load_errors_name_the_file) {
   snprintf(p, sizeof p, "%s/mixed.pem", dir);
   load_fails(ca, p, TF_INVALID_ARGUMENT, "mixed.pem",
              "the private key does not match the certificate");
+  /* the public call: an error leaves the configuration as it was */
+  ck_assert_int_eq(tf_tls_use_files(ca, "/nonexistent/x.pem", &st_), TF_NOT_FOUND);
+  ck_assert_msg(strstr(st_.msg, "'/nonexistent/x.pem'") != NULL, "%s", st_.msg);
+  ck_assert_ptr_null(tf_tls_default());
+  ck_assert_int_eq(tf_tls_use_files(ca, host, &st_), TF_OK);
+  tf_tls_config *d = tf_tls_default();
+  ck_assert_ptr_nonnull(d);
+  ck_assert_str_eq(tf_tls_config_cert_file(d), host);
+  tf_tls_config_free(d);
+  tf_tls_set_default(NULL);
   /* validity dates are read */
   char when[64];
   tf_tls_config *c = cfg("ca.crt", "expired/localhost.pem");
