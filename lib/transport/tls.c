@@ -465,6 +465,7 @@ tf__tls_watch *tf__tls_watch_new(nng_listener l, const char *url) {
   tf__tls_watch *w = tf__xcalloc(1, sizeof *w);
   w->l = l;
   w->url = tf__xstrdup(url);
+  failures_series(url); /* the series exists (at 0) from the start */
   return w;
 }
 

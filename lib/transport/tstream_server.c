@@ -570,6 +570,9 @@ tf_code tf_tstream_server_start(const tf_tstream_server_opts *o,
   pthread_cond_init(&s->cv, NULL);
   tf_code c = listen_on(s, st);
   s->o.tls = NULL; /* borrowed for the start only */
+  if (c == TF_OK && s->tls) {
+    tf__tls_failures(s->url); /* the failure series exists (at 0) from the start */
+  }
   if (c == TF_OK && nng_aio_alloc(&s->accept_aio, accept_cb, s) != 0) {
     c = tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                       "tensor stream server on %s: out of memory", s->url);
