@@ -55,6 +55,9 @@ LIB_CFLAGS := -fvisibility=hidden
 CXXFLAGS_TEST := -std=c++17 $(OPT) -g -march=$(ARCH) -pthread -Wall -Wextra \
            -Werror -pedantic-errors -Iinclude -MMD -MP $(SANFLAGS)
 LDLIBS  = $(PKG_LIBS) -lnng -lcrypto -lopenblas -lz -lm -lpthread
+# mbedTLS (libmbedtls-dev, the TLS engine of Debian's NNG): lib/transport/tls.c
+# checks certificates and keys with it when they are loaded.
+LDLIBS  += -lmbedx509 -lmbedcrypto
 # oneDNN (Debian libdnnl-dev), optional: convolutions use it when found
 # (cpu_conv_dnnl.c), im2col + OpenBLAS otherwise or with TF_DISABLE_DNNL=1.
 HAVE_DNNL := $(shell { [ -e /usr/include/dnnl.h ] || pkg-config --exists dnnl 2>/dev/null; } && echo yes)

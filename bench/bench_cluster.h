@@ -25,6 +25,7 @@
 #include "cmd/tfctl/ctl_client.h"
 #include "cmd/tfctl/ctl_procs.h"
 #include "lib/transport/auth.h"
+#include "lib/transport/tls.h"
 #include "tf/session.h"
 
 #define BC_START_TIMEOUT_MS 20000
@@ -50,6 +51,10 @@ static int bc_n_procs;
 static bool bc_auth;
 static tf_auth *bc_keyring;
 static char bc_key[128];
+/* Set before bc_start: the cluster runs on tls+tcp at localhost, with
+ * certificates from scripts/make-certs.sh in its directory, and this
+ * process presents the client certificate. */
+static bool bc_tls;
 
 /* ---- the daemons ---- */
 
@@ -64,6 +69,16 @@ static void bc_remove_files(void) {
   if (bc_key[0] != '\0') {
     unlink(bc_key);
     bc_key[0] = '\0';
+  }
+  if (bc_tls) { /* what scripts/make-certs.sh made */
+    static const char *const certs[] = {"ca.crt", "ca.key", "localhost.pem", "client.pem"};
+    char path[160];
+    for (size_t i = 0; i < sizeof certs / sizeof certs[0]; i++) {
+      snprintf(path, sizeof path, "%s/certs/%s", bc_dir, certs[i]);
+      unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/certs", bc_dir);
+    rmdir(path);
   }
   rmdir(bc_run_dir);
   rmdir(bc_dir);
@@ -196,7 +211,7 @@ static void bc_write_addrs(FILE *f, const char *job) {
   const char *sep = "";
   for (int i = 0; i < bc_n_procs && i < BC_MAX_PROCS; i++) {
     if (strcmp(bc_procs[i].job, job) == 0) {
-      fprintf(f, "%s127.0.0.1:%d", sep, bc_procs[i].port);
+      fprintf(f, "%s%s:%d", sep, bc_tls ? "localhost" : "127.0.0.1", bc_procs[i].port);
       sep = ", ";
     }
   }
@@ -209,7 +224,8 @@ static void bc_write_config(int rpc_ms) {
   if (f == NULL) {
     bc_die("cannot write %s: %s", bc_config, strerror(errno));
   }
-  fprintf(f, "# written by " BC_NAME "\ncluster: bench\ntransport: tcp\njobs:\n");
+  fprintf(f, "# written by " BC_NAME "\ncluster: bench\ntransport: %s\njobs:\n",
+          bc_tls ? "tls+tcp" : "tcp");
   bc_write_addrs(f, "master");
   bc_write_addrs(f, "ps");
   bc_write_addrs(f, "worker");
@@ -219,6 +235,9 @@ static void bc_write_config(int rpc_ms) {
           rpc_ms, bc_run_dir);
   if (bc_auth) {
     fprintf(f, "auth: {key_file: %s}\n", bc_key);
+  }
+  if (bc_tls) {
+    fprintf(f, "tls: {ca_file: certs/ca.crt, cert_key_file: certs/localhost.pem}\n");
   }
   fclose(f);
 }
@@ -245,9 +264,30 @@ static void bc_add_proc(const char *job, int task) {
   snprintf(p->job, sizeof p->job, "%s", job);
   p->task = task;
   p->port = bc_free_port();
-  snprintf(p->url, sizeof p->url, "tcp://127.0.0.1:%d", p->port);
+  snprintf(p->url, sizeof p->url, "%s://%s:%d", bc_tls ? "tls+tcp" : "tcp",
+           bc_tls ? "localhost" : "127.0.0.1", p->port);
   snprintf(p->log, sizeof p->log, "%s/%s-%d.log", bc_dir, job, task);
   bc_n_procs++;
+}
+
+/* bc_tls: the certificates in DIR/certs, and this process's client
+ * configuration. */
+static void bc_use_tls(void) {
+  char cmd[256], ca[128], cert[128];
+  snprintf(cmd, sizeof cmd, "scripts/make-certs.sh %s/certs localhost >/dev/null", bc_dir);
+  if (system(cmd) != 0) {
+    bc_die("'%s' failed", cmd);
+  }
+  snprintf(ca, sizeof ca, "%s/certs/ca.crt", bc_dir);
+  snprintf(cert, sizeof cert, "%s/certs/client.pem", bc_dir);
+  tf_tls_config *c = NULL;
+  tf_status st;
+  tf_status_init(&st);
+  if (tf_tls_config_load(ca, cert, &c, &st) != TF_OK) {
+    bc_die("%s", st.msg);
+  }
+  tf_tls_set_default(c);
+  tf_tls_config_free(c);
 }
 
 /* Starts a master, n_ps ps tasks and `workers` workers (at most
@@ -280,6 +320,9 @@ static void bc_start(const char *bin_dir, int n_ps, int workers, int rpc_ms) {
     bc_add_proc("worker", w);
   }
   bc_write_config(rpc_ms);
+  if (bc_tls) {
+    bc_use_tls();
+  }
   for (int i = 0; i < bc_n_procs; i++) {
     bc_start_proc(&bc_procs[i], bin_dir);
   }

@@ -20,6 +20,10 @@
  *    (goal <= 1.1), the two clusters run one after the other in this run.
  * The last two lines are null_step_vs_rtt (goal <= 3) and dense_vs_tcp
  * (goal >= 0.8).
+ * With --tls (or TF_BENCH_TLS=1) it then runs 2. and 3. again on a cluster
+ * on tls+tcp (certificates from scripts/make-certs.sh) and prints
+ * tls_null_step_us, tls_dense_step_ms, tls_dense_gbps and the ratios to the
+ * tcp cluster's steps (tls_null_vs_tcp, tls_dense_vs_tcp).
  * With --soak FILE.csv it runs the soak instead: SOAK_NULL null steps then
  * SOAK_DENSE dense steps on one cluster, sampling every daemon's resident
  * size (VmRSS) every SOAK_EVERY_NULL / SOAK_EVERY_DENSE steps into the CSV,
@@ -414,6 +418,33 @@ static const char *soak_arg(int argc, char **argv) {
   return NULL;
 }
 
+static bool tls_arg(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--tls") == 0) {
+      return true;
+    }
+  }
+  const char *e = getenv("TF_BENCH_TLS");
+  return e != NULL && strcmp(e, "1") == 0;
+}
+
+/* The null and dense steps again on a tls+tcp cluster, against the tcp
+ * cluster's medians. */
+static void bench_tls(const char *bin_dir, double null_med, double dense_med) {
+  bc_tls = true;
+  bc_start(bin_dir, 1, 1, 30000);
+  double tls_null, tls_null_p90, tls_dense;
+  bench_steps(&tls_null, &tls_null_p90, &tls_dense);
+  bc_stop();
+  bc_tls = false;
+  printf("tls_null_step_us: %.1f\ntls_null_step_p90_us: %.1f\n", tls_null * 1e6,
+         tls_null_p90 * 1e6);
+  printf("tls_dense_step_ms: %.2f\ntls_dense_gbps: %.3f\n", tls_dense * 1e3,
+         (double)DENSE_BYTES / tls_dense / 1e9);
+  printf("tls_null_vs_tcp: %.2f\ntls_dense_vs_tcp: %.2f\n", tls_null / null_med,
+         tls_dense / dense_med);
+}
+
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, bc_on_signal);
@@ -454,5 +485,8 @@ int main(int argc, char **argv) {
   printf("tcp_ms: %.2f\ntcp_gbps: %.3f\n", tcp_med * 1e3, tcp_gbps);
   printf("null_step_vs_rtt: %.2f\n", null_med * 1e6 / rtt_med);
   printf("dense_vs_tcp: %.2f\n", dense_gbps / tcp_gbps);
+  if (tls_arg(argc, argv)) {
+    bench_tls(bin_dir_arg(argc, argv), null_med, dense_med);
+  }
   return 0;
 }

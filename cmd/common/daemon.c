@@ -25,6 +25,7 @@
 #include "cmd/common/pidfile.h"
 #include "lib/runtime/cluster_auth.h"
 #include "lib/runtime/cluster_spec_reload.h"
+#include "lib/runtime/cluster_spec_tls.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/task_role.h"
 
@@ -95,6 +96,7 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
       {"pid-file", required_argument, NULL, 'p'},
       {"instance", required_argument, NULL, 'i'},
       {"metrics-address", required_argument, NULL, 'm'},
+      {"tls-cert-key", required_argument, NULL, 'T'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *prog = with_task ? "tfworker" : "tfmaster";
@@ -130,6 +132,8 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
       a->job = a->instance_job;
     } else if (c == 'm') {
       a->metrics_address = optarg;
+    } else if (c == 'T') {
+      a->tls_cert_key = optarg;
     } else if (c == 'h') {
       printf("usage: %s\n", usage);
       exit(0);
@@ -376,5 +380,25 @@ int tf_daemon_setup_auth(const tf_cluster_spec *spec, const char *job, int task,
            tf_auth_n_keys(*out), spec->path, (long long)tf_auth_window_ms(*out));
   }
   tf_auth_set_process(*out);
+  return 0;
+}
+
+int tf_daemon_setup_tls(const tf_cluster_spec *spec, const tf_daemon_args *a) {
+  tf_status st;
+  tf_status_init(&st);
+  char expired[40];
+  if (a->tls_cert_key != NULL && strcmp(spec->transport, "tls+tcp") != 0) {
+    tf_log(LOG_ERR, "config: --tls-cert-key needs transport tls+tcp (%s has %s)",
+           spec->path, spec->transport);
+    return TF_EXIT_CONFIG;
+  }
+  if (tf_cluster_spec_use_tls(spec, false, a->tls_cert_key, expired, &st) != TF_OK) {
+    tf_log(LOG_ERR, "config: %s", st.msg);
+    return TF_EXIT_CONFIG;
+  }
+  if (expired[0] != '\0') {
+    tf_log(LOG_WARNING, "TLS: this daemon's certificate expired on %s: peers will "
+           "refuse it (make a new one: scripts/make-certs.sh)", expired);
+  }
   return 0;
 }

@@ -34,6 +34,7 @@ typedef struct tf_daemon_args {
   char instance_job[64]; /* --instance JOB-N: the job (job points here) */
   bool role_from_env;    /* tf_daemon_take_role derived the task (role.h) */
   const char *metrics_address; /* --metrics-address HOST:PORT|off; NULL: the spec's */
+  const char *tls_cert_key; /* --tls-cert-key FILE; NULL: the spec's tls.cert_key_file */
 } tf_daemon_args;
 
 /* Parses a non-negative decimal int; false for anything else. */
@@ -119,5 +120,11 @@ tf_cluster_spec *tf_daemon_load_spec(const char *path);
  * has stopped. */
 int tf_daemon_setup_auth(const tf_cluster_spec *spec, const char *job, int task,
                          tf_auth **out);
+
+/* transport tls+tcp: loads the spec's CA and this daemon's certificate
+ * (a->tls_cert_key, else tls.cert_key_file) and makes them the process's
+ * TLS configuration, warning when the certificate has expired. Returns 0,
+ * or TF_EXIT_CONFIG after logging why (the file and what is wrong). */
+int tf_daemon_setup_tls(const tf_cluster_spec *spec, const tf_daemon_args *a);
 
 #endif

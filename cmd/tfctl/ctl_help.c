@@ -7,7 +7,8 @@
 #include "tf/version.h"
 
 static const char *const global_text =
-    "usage: tfctl [-c CONFIG | -m ADDRESS] [--key FILE] [--timeout-ms N] COMMAND ...\n"
+    "usage: tfctl [-c CONFIG | -m ADDRESS] [--key FILE] [--timeout-ms N] [--cert FILE] [--ca FILE]\n"
+    "             COMMAND ...\n"
     "  health                          every task: job task address up|down incarnation devices\n"
     "  devices                         the cluster's devices\n"
     "  top [--interval MS] [-n N] [--once]\n"
@@ -36,6 +37,9 @@ static const char *const global_text =
     "                                  else the spec's auth.client_key_file or key_file)\n"
     "         --timeout-ms N           the deadline of each call (default: the spec's rpc_ms,\n"
     "                                  else 10000)\n"
+    "         --cert FILE              tls+tcp: this client's certificate and key (PEM;\n"
+    "                                  default: the spec's tls.client_cert_key_file)\n"
+    "         --ca FILE                tls+tcp with -m: the cluster CA (with -c: the spec's)\n"
     "         -h, --help               help; --version: the version\n"
     "exit status: 0 success, 1 the command failed (one line \"tfctl: <reason>\" on\n"
     "stderr), 2 usage error. docs/operations.md has the details.\n";

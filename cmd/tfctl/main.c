@@ -24,6 +24,7 @@
 
 #include "lib/runtime/cluster_auth.h"
 #include "lib/runtime/cluster_spec.h"
+#include "lib/runtime/cluster_spec_tls.h"
 #include "cmd/tfctl/ctl_client.h"
 #include "cmd/tfctl/ctl_cluster.h"
 #include "cmd/tfctl/ctl_graph.h"
@@ -44,6 +45,7 @@ typedef struct ctl_args {
   const char *only; /* cluster --only TASK */
   const char *key_file; /* --key FILE, else $TF_KEY_FILE */
   tf_auth *auth;        /* the keyring requests are signed with */
+  const char *cert, *ca; /* tls+tcp: --cert FILE, --ca FILE */
   const char *steps_str; /* -n */
   const char *interval_str; /* top --interval */
   const char *export_name, *export_file; /* inspect's --export NAME FILE */
@@ -78,7 +80,7 @@ static int ctl_fail(int code, const char *fmt, ...) {
 static const char *const value_opts[] = {"-c", "--config", "-m", "--master", "--timeout-ms",
                                          "--feed", "--fetch", "--target", "--out",
                                          "--format", "--run-dir", "-n", "--only",
-                                         "--interval", "--key", NULL};
+                                         "--interval", "--key", "--cert", "--ca", NULL};
 
 static bool takes_value(const char *name) {
   for (int i = 0; value_opts[i] != NULL; i++) {
@@ -128,6 +130,10 @@ static bool set_opt(ctl_args *a, const char *name, const char *v) {
     a->interval_str = v;
   } else if (strcmp(name, "--once") == 0) {
     a->once = true;
+  } else if (strcmp(name, "--cert") == 0) {
+    a->cert = v;
+  } else if (strcmp(name, "--ca") == 0) {
+    a->ca = v;
   } else {
     return false;
   }
@@ -190,7 +196,9 @@ static int parse_args(int argc, char **argv, ctl_args *a) {
   return 0;
 }
 
-/* Loads -c's spec into a->spec (once). Returns 0 or 1 (reported). */
+/* Loads -c's spec into a->spec (once); a tls+tcp spec's CA and client
+ * certificate (--cert overrides the spec's) become the TLS configuration
+ * of every call. Returns 0 or 1 (reported). */
 static int ctl_load_spec(ctl_args *a) {
   if (a->spec != NULL) {
     return 0;
@@ -202,6 +210,39 @@ static int ctl_load_spec(ctl_args *a) {
     return ctl_fail(CTL_EXIT_FAIL, "%s%s", st.msg, a->spec != NULL ? "; "
                     "give tfctl the master's address with -m HOST:PORT" : "");
   }
+  if (a->ca != NULL) {
+    return ctl_fail(CTL_EXIT_USAGE, "--ca goes with -m: with -c the CA is the spec's "
+                    "tls.ca_file");
+  }
+  if ((a->cert != NULL && strcmp(a->spec->transport, "tls+tcp") != 0) ||
+      tf_cluster_spec_use_tls(a->spec, true, a->cert, NULL, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "%s", st.code != TF_OK ? st.msg :
+                    "--cert needs a spec with transport tls+tcp");
+  }
+  return 0;
+}
+
+/* -m tls+tcp://...: the CA (--ca) and the client certificate (--cert). */
+static int ctl_tls_for_master(ctl_args *a) {
+  bool tls = strncmp(a->master_url, "tls+tcp://", 10) == 0;
+  if (!tls && (a->ca != NULL || a->cert != NULL)) {
+    return ctl_fail(CTL_EXIT_USAGE, "--ca and --cert go with a tls+tcp:// master");
+  }
+  if (!tls) {
+    return 0;
+  }
+  if (a->ca == NULL || a->cert == NULL) {
+    return ctl_fail(CTL_EXIT_USAGE, "a tls+tcp:// master needs --ca FILE and --cert FILE "
+                    "(or -c CONFIG with a tls: section)");
+  }
+  tf_status st;
+  tf_status_init(&st);
+  tf_tls_config *c = NULL;
+  if (tf_tls_config_load(a->ca, a->cert, &c, &st) != TF_OK) {
+    return ctl_fail(CTL_EXIT_FAIL, "%s", st.msg);
+  }
+  tf_tls_set_default(c);
+  tf_tls_config_free(c);
   return 0;
 }
 
@@ -232,6 +273,10 @@ static int ctl_resolve_master(ctl_args *a) {
     size_t n = strlen(a->master) + 8;
     a->master_url = malloc(n);
     snprintf(a->master_url, n, "%s%s", has_scheme ? "" : "tcp://", a->master);
+    int rc = ctl_tls_for_master(a);
+    if (rc != 0) {
+      return rc;
+    }
   } else if (a->config != NULL) {
     if (ctl_load_spec(a) != 0) {
       return CTL_EXIT_FAIL;

@@ -1,5 +1,6 @@
 /* tfmaster: the master task of a cluster spec.
  *   tfmaster --config FILE [--pid-file FILE] [--log-level L]
+ *            [--metrics-address A] [--tls-cert-key FILE]
  * Serves the master service (lib/runtime/master.h) on the address of the
  * spec's one "master" task, runs health checks every
  * timeouts.heartbeat_ms, tells the service manager READY=1 once serving,
@@ -18,7 +19,7 @@
 
 static const char *usage =
     "tfmaster --config FILE [--pid-file FILE] [--log-level err|warning|notice|info|debug]\n"
-    "                [--metrics-address HOST:PORT|off]";
+    "                [--metrics-address HOST:PORT|off] [--tls-cert-key FILE]";
 
 static void tick(void *svc) { tf_master_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_master_drain(svc, ms); }
@@ -42,7 +43,7 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
-  if (tf_daemon_take_role(spec, true, argv, &a) != 0) {
+  if (tf_daemon_take_role(spec, true, argv, &a) != 0 || tf_daemon_setup_tls(spec, &a) != 0) {
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }

@@ -1,6 +1,7 @@
 /* tfworker: one task of a job (worker or ps) of a cluster spec.
  *   tfworker --config FILE [--job NAME --task N | --instance NAME-N]
  *            [--pid-file FILE] [--log-level L] [--metrics-address A]
+ *            [--tls-cert-key FILE]
  * Without --job/--task the task comes from Slurm or TF_CONFIG
  * (cmd/common/role.h); the master's rank execs tfmaster.
  * Serves the worker service (lib/runtime/worker.h) on the task's address
@@ -20,7 +21,8 @@
 
 static const char *usage =
     "tfworker --config FILE [--job NAME --task N | --instance NAME-N] [--pid-file FILE]\n"
-    "                [--log-level err|warning|notice|info|debug] [--metrics-address HOST:PORT|off]";
+    "                [--log-level err|warning|notice|info|debug] [--metrics-address HOST:PORT|off]\n"
+    "                [--tls-cert-key FILE]";
 
 static void tick(void *svc) { tf_worker_tick(svc); }
 static void drain(void *svc, int64_t ms) { tf_worker_drain(svc, ms); }
@@ -46,7 +48,7 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
-  if (tf_daemon_take_role(spec, false, argv, &a) != 0) {
+  if (tf_daemon_take_role(spec, false, argv, &a) != 0 || tf_daemon_setup_tls(spec, &a) != 0) {
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }

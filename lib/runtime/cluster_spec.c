@@ -516,6 +516,56 @@ static tf_code parse_auth(ctx *c, const yaml_node_t *v) {
   return TF_OK;
 }
 
+/* ---- tls ----------------------------------------------------------------- */
+
+/* tls: {ca_file, cert_key_file, client_cert_key_file}: file paths (made
+ * absolute beside the spec by tf_cluster_spec_load). The files are read
+ * when a daemon or client starts (cluster_spec_tls.c), not here. */
+static tf_code parse_tls(ctx *c, const yaml_node_t *v) {
+  static const char *const names[] = {"ca_file", "cert_key_file",
+                                      "client_cert_key_file"};
+  static const char *const fields_[] = {"tls.ca_file", "tls.cert_key_file",
+                                        "tls.client_cert_key_file"};
+  char b[80];
+  yaml_node_t *f[3];
+  TF_TRY(fields(c, v, "tls", "'tls'", names, 3, f));
+  char **dst[] = {&c->s->tls_ca_file, &c->s->tls_cert_key_file,
+                  &c->s->tls_client_cert_key_file};
+  for (int k = 0; k < 3; k++) {
+    const char *t = "";
+    if (k < 2 && f[k] == NULL) {
+      return err(c, v, "tls", "missing '%s' (a PEM file: %s)", names[k],
+                 k == 0 ? "the cluster CA" : "this daemon's certificate and key");
+    }
+    if (f[k] != NULL) {
+      TF_TRY(text_of(c, f[k], fields_[k], "a file path", &t));
+      if (t[0] == '\0') {
+        return err(c, f[k], fields_[k], "expected a file path, got %s",
+                   tf__spec_shown(f[k], b));
+      }
+      *dst[k] = tf__xstrdup(t);
+    }
+  }
+  return TF_OK;
+}
+
+/* transport tls+tcp needs a tls: section (tls_node), and a tls: section
+ * needs transport tls+tcp. */
+static tf_code check_tls(ctx *c, const yaml_node_t *root, const yaml_node_t *transport,
+                         const yaml_node_t *tls_node) {
+  bool tls = strcmp(c->s->transport, "tls+tcp") == 0;
+  if (tls && tls_node == NULL) {
+    return err(c, transport != NULL ? transport : root, "transport", "tls+tcp "
+               "needs a 'tls:' section with ca_file and cert_key_file "
+               "(docs/security-tls.md)");
+  }
+  if (!tls && tls_node != NULL) {
+    return err(c, tls_node, "tls", "a 'tls:' section needs transport: tls+tcp "
+               "(the transport is %s)", c->s->transport);
+  }
+  return TF_OK;
+}
+
 /* A string-valued key: cluster, transport, checkpoint_dir, run_dir,
  * log_level. */
 static tf_code parse_string(ctx *c, int k, const yaml_node_t *v) {
@@ -593,14 +643,14 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   static const char *const names[] = {
       "cluster",  "transport", "checkpoint_dir", "run_dir", "log_level",
       "jobs",     "timeouts",  "threads",        "max_message_mb", "limits",
-      "metrics", "slurm", "auth"};
+      "metrics", "slurm", "auth", "tls"};
   char b[80];
   if (root->type != YAML_MAPPING_NODE) {
     return err(c, root, NULL, "expected a mapping with 'jobs' at the top "
                "level, got %s", tf__spec_shown(root, b));
   }
-  yaml_node_t *f[13];
-  TF_TRY(fields(c, root, NULL, "the top level", names, 13, f));
+  yaml_node_t *f[14];
+  TF_TRY(fields(c, root, NULL, "the top level", names, 14, f));
   for (int k = 0; k < 5; k++) { /* transport first: jobs need it */
     if (f[k] != NULL) {
       TF_TRY(parse_string(c, k, f[k]));
@@ -631,6 +681,10 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   if (f[12] != NULL) {
     TF_TRY(parse_auth(c, f[12]));
   }
+  if (f[13] != NULL) {
+    TF_TRY(parse_tls(c, f[13]));
+  }
+  TF_TRY(check_tls(c, root, f[1], f[13]));
   if (c->s->run_dir == NULL) {
     c->s->run_dir = tf__xasprintf("run/%s", c->s->name);
   }
@@ -701,6 +755,9 @@ tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
     anchor_dir(&(*out)->auth_key_file, path);
     anchor_dir(&(*out)->auth_client_key_file, path);
     anchor_dir(&(*out)->auth_readonly_key_file, path);
+    anchor_dir(&(*out)->tls_ca_file, path);
+    anchor_dir(&(*out)->tls_cert_key_file, path);
+    anchor_dir(&(*out)->tls_client_cert_key_file, path);
   }
   return code;
 }
@@ -726,6 +783,9 @@ void tf_cluster_spec_free(tf_cluster_spec *s) {
   free(s->auth_key_file);
   free(s->auth_client_key_file);
   free(s->auth_readonly_key_file);
+  free(s->tls_ca_file);
+  free(s->tls_cert_key_file);
+  free(s->tls_client_cert_key_file);
   free(s);
 }
 

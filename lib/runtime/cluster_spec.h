@@ -44,12 +44,26 @@
  *     client_key_file: keys/client.key     # clients: sessions, jobs
  *     readonly_key_file: keys/readonly.key # clients: health, status, jobs
  *     window_ms: 30000             # request timestamps this close to the clock
+ *   tls:                           # required with transport tls+tcp, refused
+ *                                  # otherwise (docs/security-tls.md)
+ *     ca_file: certs/ca.crt        # the cluster CA (PEM): peers must present
+ *                                  # a certificate it signed
+ *     cert_key_file: certs/h1.pem  # this daemon's certificate chain and key
+ *                                  # (one PEM), presented as server and as
+ *                                  # client; tfmaster/tfworker --tls-cert-key
+ *                                  # FILE overrides it (per-host certificates)
+ *     client_cert_key_file: certs/client.pem  # optional: what tfctl and
+ *                                  # remote sessions present (default
+ *                                  # cert_key_file; tfctl --cert overrides)
  *
  * Without an auth section a daemon runs unauthenticated only on loopback
  * addresses; elsewhere it refuses to start (tf_cluster_spec_check_exposure).
  * Relative key files are relative to the spec file's directory.
  * Addresses are host:port for tcp and tls+tcp, a socket path for ipc, a
- * name for inproc. No two tasks may have one endpoint: host names are
+ * name for inproc. With tls+tcp the hosts must be DNS names, the names in
+ * the tasks' certificates (mbedTLS 2.28 does not match IP addresses).
+ * Relative paths (run_dir, checkpoint_dir, the tls files) are taken from
+ * the spec file's directory. No two tasks may have one endpoint: host names are
  * resolved (all together, within 2 s; a name that does not resolve is no
  * error, it is compared as written, case-folded), IPv6 addresses compared
  * in canonical form, socket paths with '.' and '..' folded, e.g.
@@ -108,6 +122,10 @@ typedef struct tf_cluster_spec {
   int metrics_port_offset;   /* 0: no metrics from the spec */
   char *metrics_host;        /* NULL: each task's own host */
   int slurm_base_port;       /* slurm.base_port; 0 unset */
+  /* tls: (all NULL without the section; transport tls+tcp has it) */
+  char *tls_ca_file;
+  char *tls_cert_key_file;
+  char *tls_client_cert_key_file; /* NULL: tls_cert_key_file */
   bool counts;               /* jobs are task counts, no addresses yet */
   tf_cluster_auth_mode auth_mode;
   char *auth_key_file;          /* the tasks' key (KEY mode) */

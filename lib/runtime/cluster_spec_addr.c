@@ -3,7 +3,8 @@
  * hostname (RFC 1123 labels) or an IPv6 address in brackets; ipc takes a
  * Unix socket path; inproc a name. A scheme ("tcp://") is refused with a
  * hint, since the spec's transport key supplies it. The endpoints of
- * valid addresses (names resolved, paths folded) find two tasks at one. */
+ * valid addresses (names resolved, paths folded) find two tasks at one.
+ * tls+tcp hosts must be names (certificates name them). */
 #include "lib/runtime/cluster_spec_addr.h"
 
 #include <arpa/inet.h>
@@ -180,7 +181,17 @@ bool tf__cluster_addr_check(const char *transport, const char *addr,
     }
     return true;
   }
-  return host_port_ok(addr, why, n);
+  if (!host_port_ok(addr, why, n)) {
+    return false;
+  }
+  if (strcmp(transport, "tls+tcp") == 0 &&
+      (addr[0] == '[' || strspn(addr, "0123456789.") == (size_t)(strrchr(addr, ':') - addr))) {
+    snprintf(why, n, "tls+tcp needs a DNS name as host, got '%.80s' (peers are "
+             "checked against the names in their certificates, and mbedTLS "
+             "2.28 does not match IP addresses)", addr);
+    return false;
+  }
+  return true;
 }
 
 /* ---- endpoints ----------------------------------------------------------- */

@@ -77,6 +77,11 @@ static void diff_restart_only(const tf_cluster_spec *l, const tf_cluster_spec *f
       l->auth_window_ms != f->auth_window_ms) {
     append(buf, len, "auth");
   }
+  if (str_differs(l->tls_ca_file, f->tls_ca_file) ||
+      str_differs(l->tls_cert_key_file, f->tls_cert_key_file) ||
+      str_differs(l->tls_client_cert_key_file, f->tls_client_cert_key_file)) {
+    append(buf, len, "tls");
+  }
 }
 
 void tf_cluster_spec_reload(tf_cluster_spec *live, const tf_cluster_spec *fresh,

@@ -5,7 +5,8 @@
  * heartbeat_ms, down_after_ms, drain_ms, limits.session_ttl_ms) are
  * stored into the live spec, atomically each; every other difference
  * (the task list, the transport, threads, caps, directories, metrics,
- * slurm) needs a restart and is only reported. A daemon whose addresses
+ * slurm, tls: certificates are read at start) needs a restart and is
+ * only reported. A daemon whose addresses
  * come from Slurm or TF_CONFIG derives them for the fresh spec first. */
 #ifndef TF_RUNTIME_CLUSTER_SPEC_RELOAD_H
 #define TF_RUNTIME_CLUSTER_SPEC_RELOAD_H

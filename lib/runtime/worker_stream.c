@@ -99,19 +99,24 @@ static void stream_log(void *arg, const char *line) {
   tf_log(LOG_WARNING, "tensor stream: %s", line);
 }
 
-/* "tcp://host:0" for the RPC URL "tcp://host:port", else NULL. */
+/* "tcp://host:0" for the RPC URL "tcp://host:port" (tls+tcp likewise: the
+ * stream uses the process's TLS configuration, as the RPC server does),
+ * else NULL. */
 static char *stream_url_for(const char *rpc_url) {
   const char *colon = strrchr(rpc_url, ':');
-  if (strncmp(rpc_url, "tcp://", 6) != 0 || colon == NULL || colon < rpc_url + 6) {
+  int scheme = strncmp(rpc_url, "tcp://", 6) == 0 ? 6
+               : strncmp(rpc_url, "tls+tcp://", 10) == 0 ? 10 : 0;
+  if (scheme == 0 || colon == NULL || colon < rpc_url + scheme) {
     return NULL;
   }
-  return tf__xasprintf("tcp://%.*s:0", (int)(colon - rpc_url - 6), rpc_url + 6);
+  return tf__xasprintf("%.*s%.*s:0", scheme, rpc_url, (int)(colon - rpc_url - scheme),
+                       rpc_url + scheme);
 }
 
 tf_code tf__wk_stream_start(tf_worker *w, const char *rpc_url, tf_status *st) {
   char *url = stream_url_for(rpc_url);
   if (url == NULL) {
-    tf_log(LOG_INFO, "%s: no tensor stream on %s (tcp:// only): every tensor "
+    tf_log(LOG_INFO, "%s: no tensor stream on %s (tcp:// and tls+tcp:// only): every tensor "
            "goes by TensorPush", w->task_prefix, rpc_url);
     return TF_OK;
   }

@@ -460,12 +460,31 @@ static tf_code check_options(const tf_rpc_server_options *o, tf_rpc_handler h,
     return tf_status_set(st, TF_INVALID_ARGUMENT,
                          "rpc server for '%s': %s (got %lld)", url, bad, v);
   }
-  if (strncmp(url, "tls+tcp://", 10) == 0) {
-    return tf_status_set(st, TF_UNIMPLEMENTED,
-                         "cannot listen on %s: the tls+tcp transport is not "
-                         "supported (use tcp, ipc or inproc)",
-                         url);
+  return TF_OK;
+}
+
+/* tls+tcp: the listener requires client certificates signed by the CA of
+ * o->tls (or the process default) and presents its certificate; failed
+ * handshakes are read from the listener's statistics by the idle sweep. */
+static tf_code tls_listener_setup(tf_rpc_server *s, const tf_rpc_server_options *o,
+                                  tf_status *st) {
+  tf_tls_config *tc = NULL;
+  nng_tls_config *cfg = NULL;
+  tf_code code = tf__tls_resolve(o->tls, "listen on", s->url, &tc, st);
+  if (code == TF_OK) {
+    code = tf__tls_server_nng(tc, s->url, &cfg, st);
   }
+  tf_tls_config_free(tc);
+  if (code != TF_OK) {
+    return code;
+  }
+  int rv = nng_listener_set_ptr(s->l, NNG_OPT_TLS_CONFIG, cfg);
+  nng_tls_config_free(cfg); /* the listener holds its own reference */
+  if (rv != 0) {
+    return tf_status_set(st, TF_INTERNAL, "cannot set the TLS configuration of "
+                         "%s: %s", s->url, nng_strerror(rv));
+  }
+  s->tls_watch = tf__tls_watch_new(s->l, s->url);
   return TF_OK;
 }
 
@@ -486,6 +505,12 @@ static tf_code listen_on(tf_rpc_server *s, const tf_rpc_server_options *o,
     return tf_status_set(st, TF_INVALID_ARGUMENT, "bad URL '%s': %s", s->url,
                          nng_strerror(rv));
   }
+  if (tf_tls_url(s->url)) {
+    tf_code code = tls_listener_setup(s, o, st);
+    if (code != TF_OK) {
+      return code;
+    }
+  }
   size_t max = 0;
   rv = nng_listener_set_size(s->l, NNG_OPT_RECVMAXSZ, (size_t)o->max_msg_bytes);
   if (rv == 0) {
@@ -504,7 +529,7 @@ static tf_code listen_on(tf_rpc_server *s, const tf_rpc_server_options *o,
                                               : TF_UNAVAILABLE,
                          "cannot listen on %s: %s", s->url, nng_strerror(rv));
   }
-  if (strncmp(s->url, "tcp", 3) == 0 &&
+  if ((strncmp(s->url, "tcp", 3) == 0 || tf_tls_url(s->url)) &&
       nng_listener_get_int(s->l, NNG_OPT_TCP_BOUND_PORT, &s->port) != 0) {
     s->port = 0;
   }
@@ -517,6 +542,15 @@ static void sweep_cb(void *arg) {
     return; /* stopped */
   }
   tf__conns_sweep(s->conns);
+  bool log_now = false;
+  uint64_t failed = s->tls_watch != NULL ? tf__tls_watch_poll(s->tls_watch, &log_now) : 0;
+  if (log_now) {
+    tf__rpc_log(s, LOG_WARNING, "rpc server %s: %llu TLS handshake(s) failed "
+                "(clients without a certificate signed by the cluster CA, or "
+                "that do not trust this server's; NNG does not report their "
+                "addresses; logged at most every 10 s)", s->url,
+                (unsigned long long)failed);
+  }
   nng_sleep_aio((nng_duration)s->sweep_ms, s->timer); /* no-op once stopped */
 }
 
@@ -666,6 +700,7 @@ static void server_free(tf_rpc_server *s) {
   tf__retry_free(s->retry);
   tf__conns_free(s->conns);
   tf__rpc_auth_log_free(s->auth_log);
+  tf__tls_watch_free(s->tls_watch);
   pthread_cond_destroy(&s->cv);
   pthread_mutex_destroy(&s->mu);
   free(s->slots);

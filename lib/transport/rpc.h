@@ -1,7 +1,11 @@
 /* rpc.h: request/reply over NNG (req/rep sockets with contexts).
  *
- * A server binds one URL (tcp://host:port, ipc://path, inproc://name;
- * tls+tcp:// is not supported: it fails with UNIMPLEMENTED) and keeps a
+ * A server binds one URL (tcp://host:port, ipc://path, inproc://name, or
+ * tls+tcp://host:port: mutual TLS with the options' or the process's TLS
+ * configuration, tls.h; clients must present a certificate the cluster
+ * CA signed, and a client checks the server's against the URL's host
+ * name; a failed handshake fails a call with UNAVAILABLE "<Method> to
+ * <url>: TLS handshake failed (...)") and keeps a
  * pool of max_calls rep contexts receiving through NNG callbacks. Each
  * received request is parsed and checked, then handed to the handler on
  * one of the server's handler threads; the handler finishes the call
@@ -40,6 +44,7 @@ typedef struct tf_rpc_server tf_rpc_server;
 /* One request awaiting its reply (a pooled rep context). Spelled with its
  * struct tag: the plain name tf_rpc_call is the client's call function. */
 struct tf_rpc_call;
+struct tf_tls_config; /* tls.h */
 
 /* Runs for each request on one of the server's handler threads, or on the
  * NNG thread that received it when the server's runs_inline says so for
@@ -110,6 +115,9 @@ typedef struct tf_rpc_server_options {
    * Replies to signed requests are signed with the request's key. */
   tf_auth *auth;
   bool auth_master;            /* the master's method roles, else a worker's */
+  /* tls+tcp URLs: the TLS configuration (borrowed during start; NULL:
+   * the process default, tf_tls_set_default). Ignored for other URLs. */
+  const struct tf_tls_config *tls;
 } tf_rpc_server_options;
 
 /* Defaults for url: 4 handler threads, 256 MiB messages, 256 calls, 256
@@ -183,13 +191,17 @@ typedef struct tf_rpc_client_options {
    * tf_rpc_client_open at once with UNAVAILABLE naming the URL and the
    * cause, instead of the call timing out. A connect that is merely slow
    * (over 100 ms) is left to the call's deadline. tcp:// with a numeric
-   * host and ipc:// only. */
+   * host, ipc:// and tls+tcp:// (which completes a TLS handshake: a
+   * certificate refused either way fails at once with UNAVAILABLE "TLS
+   * handshake failed (...)") only. */
   bool dial_now;
   /* Signs requests with the keyring's first key and accepts only replies
    * signed with it that answer them (NULL: the process's keyring,
    * tf_auth_process(); none: unsigned). An unsigned UNAUTHENTICATED error
    * reply (the server refused the request) is returned as that error. */
   tf_auth *auth;
+  /* tls+tcp URLs: as tf_rpc_server_options.tls (borrowed during open). */
+  const struct tf_tls_config *tls;
 } tf_rpc_client_options;
 
 /* A client; dialling happens in the background (unless dial_now), so an

@@ -7,7 +7,9 @@
  * beyond the pool opens a pair and closes it afterwards. NNG's automatic
  * resend is off: a caller retries with the same request id, which the
  * server's retry table answers once. A reply naming another task than the
- * one expected fails the call. */
+ * one expected fails the call. A tls+tcp client also probes, while it is
+ * not connected, why its connects fail (tf__tls_probe): a refused
+ * certificate fails calls with UNAVAILABLE "TLS handshake failed". */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include "lib/transport/peer_metrics.h"
 #include "lib/transport/rpc.h"
 #include "lib/transport/rpc_probe.h"
+#include "lib/transport/tls.h"
 
 #define DEFAULT_POOL 16
 
@@ -54,6 +57,12 @@ struct tf_rpc_client {
   atomic_int pipes;      /* connections to the peer now */
   const tf__peer_metrics *peer; /* expect_task, else the URL */
   tf_auth *auth;         /* signs requests with its first key; NULL: none */
+  /* tls+tcp only: the configuration, and the last probe's result */
+  tf_tls_config *tls;
+  int64_t open_ns;
+  atomic_int tls_rv;          /* NNG error of the last probe (0: fine) */
+  _Atomic int64_t tls_probe_ns; /* when it ended (0: never) */
+  atomic_bool probing;
 };
 
 /* Set while a done callback runs on an NNG thread. */
@@ -90,6 +99,7 @@ static void client_release(void *arg) {
     }
   }
   pthread_mutex_destroy(&c->mu);
+  tf_tls_config_free(c->tls);
   free(c->expect_task);
   free(c->url);
   free(c);
@@ -160,6 +170,103 @@ static void pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg) {
   (void)p;
 }
 
+/* ---- TLS (tls+tcp) -------------------------------------------------------- */
+
+/* Records a probe's result. */
+static void tls_note(tf_rpc_client *c, int rv) {
+  atomic_store(&c->tls_rv, rv);
+  atomic_store(&c->tls_probe_ns, tf__now_ns());
+}
+
+static void *tls_probe_main(void *arg) {
+  tf_rpc_client *c = arg;
+  tls_note(c, tf__tls_probe(c->tls, c->url, 1000));
+  atomic_store(&c->probing, false);
+  client_unref(c);
+  return NULL;
+}
+
+/* While a tls+tcp client is not connected (and has had 100 ms to), starts
+ * a probe in the background, at most one at a time and one a second, so
+ * that a call that fails can say why. */
+static void tls_probe_kick(tf_rpc_client *c) {
+  int64_t now = tf__now_ns();
+  if (c->tls == NULL || atomic_load(&c->pipes) > 0 || now - c->open_ns < 100000000 ||
+      now - atomic_load(&c->tls_probe_ns) < 1000000000 ||
+      atomic_exchange(&c->probing, true)) {
+    return;
+  }
+  tf__ref_get(&c->refs);
+  pthread_t th;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&th, &a, tls_probe_main, c) != 0) {
+    atomic_store(&c->probing, false);
+    client_unref(c);
+  }
+  pthread_attr_destroy(&a);
+}
+
+/* The refused handshake a probe saw within the last 2 s while the client
+ * is not connected (else 0). */
+static int tls_failure(tf_rpc_client *c) {
+  int rv = c->tls != NULL ? atomic_load(&c->tls_rv) : 0;
+  bool fresh = tf__now_ns() - atomic_load(&c->tls_probe_ns) < 2000000000;
+  return fresh && atomic_load(&c->pipes) <= 0 && tf__tls_handshake_error(rv) ? rv : 0;
+}
+
+/* Starts the dialer: for tls+tcp with a client configuration for the
+ * URL's host (NNG's default one would be replaced without a name check). */
+static tf_code dial_start(tf_rpc_client *c, const tf_rpc_client_options *o,
+                          tf_status *st) {
+  if (!tf_tls_url(c->url)) {
+    int rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK);
+    return rv == 0 ? TF_OK : tf_status_set(st, TF_INVALID_ARGUMENT, "cannot dial "
+                                           "'%s': %s", c->url, nng_strerror(rv));
+  }
+  nng_tls_config *cfg = NULL;
+  TF_TRY(tf__tls_check_dial_url(c->url, st));
+  tf_code code = tf__tls_resolve(o->tls, "dial", c->url, &c->tls, st);
+  if (code == TF_OK) {
+    code = tf__tls_client_nng(c->tls, c->url, &cfg, st);
+  }
+  if (code != TF_OK) {
+    return code;
+  }
+  int rv = nng_dialer_create(&c->dialer, c->sock, c->url);
+  if (rv == 0) {
+    rv = nng_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, cfg);
+  }
+  nng_tls_config_free(cfg); /* the dialer holds its own reference */
+  if (rv == 0) {
+    rv = nng_dialer_start(c->dialer, NNG_FLAG_NONBLOCK);
+  }
+  return rv == 0 ? TF_OK : tf_status_set(st, TF_INVALID_ARGUMENT, "cannot dial "
+                                         "'%s': %s", c->url, nng_strerror(rv));
+}
+
+/* dial_now: one connect (and for tls+tcp one handshake) now. A refusal
+ * fails the open; a refused certificate is noted for the first call. */
+static tf_code dial_check(tf_rpc_client *c, tf_status *st) {
+  char why[128] = "";
+  if (c->tls != NULL) {
+    int rv = tf__tls_probe(c->tls, c->url, 2000);
+    tls_note(c, rv);
+    if (rv != 0 && !tf__tls_handshake_error(rv) && rv != NNG_ETIMEDOUT) {
+      snprintf(why, sizeof why, "%s", nng_strerror(rv));
+    }
+  } else if (!tf__rpc_probe(c->url, why, sizeof why) ||
+             strncmp(why, "no answer", 9) == 0) {
+    why[0] = '\0'; /* a connect that is slow to answer is not a verdict */
+  }
+  if (why[0] != '\0') {
+    return tf_status_set(st, TF_UNAVAILABLE, "cannot connect to %s: %s (is the "
+                         "daemon running there?)", c->url, why);
+  }
+  return TF_OK;
+}
+
 tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
                            tf_status *st) {
   *out = NULL;
@@ -168,12 +275,6 @@ tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
                          "rpc client: need a URL, max_msg_bytes >= 0 and "
                          "pool >= 0");
   }
-  if (strncmp(o->url, "tls+tcp://", 10) == 0) {
-    return tf_status_set(st, TF_UNIMPLEMENTED,
-                         "cannot dial %s: the tls+tcp transport is not "
-                         "supported (use tcp, ipc or inproc)",
-                         o->url);
-  }
   tf_rpc_client *c = tf__xcalloc(1, sizeof *c);
   tf__ref_init(&c->refs, 1);
   c->url = tf__xstrdup(o->url);
@@ -181,6 +282,7 @@ tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
   c->keep = o->pool > 0 ? o->pool : DEFAULT_POOL;
   c->auth = o->auth != NULL ? o->auth : tf_auth_process();
   c->peer = tf__peer_metrics_of(c->expect_task[0] != '\0' ? c->expect_task : c->url);
+  c->open_ns = tf__now_ns();
   pthread_mutex_init(&c->mu, NULL);
   int rv = nng_req0_open(&c->sock);
   if (rv != 0) {
@@ -194,20 +296,13 @@ tf_code tf_rpc_client_open(const tf_rpc_client_options *o, tf_rpc_client **out,
   nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
   nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, pipe_event, c);
   nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, pipe_event, c);
-  rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK);
-  if (rv != 0) {
-    tf_rpc_client_free(c);
-    return tf_status_set(st, TF_INVALID_ARGUMENT, "cannot dial '%s': %s",
-                         o->url, nng_strerror(rv));
+  tf_code code = dial_start(c, o, st);
+  if (code == TF_OK && o->dial_now) {
+    code = dial_check(c, st);
   }
-  char why[128];
-  /* A connect that is slow to answer is not a verdict: only a refusal
-   * (or a missing socket file) fails at once. */
-  if (o->dial_now && tf__rpc_probe(c->url, why, sizeof why) && why[0] != '\0' &&
-      strncmp(why, "no answer", 9) != 0) {
+  if (code != TF_OK) {
     tf_rpc_client_free(c);
-    return tf_status_set(st, TF_UNAVAILABLE, "cannot connect to %s: %s (is the daemon "
-                         "running there?)", o->url, why);
+    return code;
   }
   *out = c;
   return TF_OK;
@@ -280,6 +375,19 @@ int tf__rpc_client_idle_pairs(tf_rpc_client *c) {
  * thread) why the connect fails. */
 static tf_code op_status(tf_rpc_client *c, int method, int64_t timeout_ms,
                          int rv, bool probe, tf_status *st) {
+  if (c->tls != NULL && atomic_load(&c->pipes) <= 0 &&
+      (tf__tls_handshake_error(rv) || rv == NNG_ETIMEDOUT)) {
+    if (probe) {
+      tls_note(c, tf__tls_probe(c->tls, c->url, 1000));
+    }
+    int why = tls_failure(c);
+    if (why != 0) {
+      char text[256];
+      tf__tls_handshake_text(why, text, sizeof text);
+      return tf_status_set(st, TF_UNAVAILABLE, "%s to %s: %s",
+                           tf_method_name(method), c->url, text);
+    }
+  }
   if (rv == NNG_ETIMEDOUT) {
     char why[160] = "";
     if (atomic_load(&c->pipes) <= 0) {
@@ -428,7 +536,9 @@ void tf_rpc_call_async(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
   int method = tf__wire_method_of(req);
   tf_status st;
   pair *p = NULL;
-  int rv = timeout_ms > 0 ? pair_get(c, true, &p) : 0;
+  tls_probe_kick(c);
+  int tls_rv = tls_failure(c); /* fails at once: the certificate was refused */
+  int rv = tls_rv != 0 ? tls_rv : timeout_ms > 0 ? pair_get(c, true, &p) : 0;
   if (timeout_ms <= 0 || rv != 0) {
     nng_msg_free(req);
     if (timeout_ms <= 0) {
@@ -481,8 +591,11 @@ tf_code tf_rpc_call(tf_rpc_client *c, nng_msg *req, int64_t timeout_ms,
                          tf_method_name(method), c->url);
   }
   int64_t deadline_ns = tf__now_ns() + timeout_ms * 1000000;
-  pair *p;
-  int rv = pair_get(c, false, &p);
+  pair *p = NULL;
+  int rv = tls_failure(c); /* fails at once: the certificate was refused */
+  if (rv == 0) {
+    rv = pair_get(c, false, &p);
+  }
   if (rv != 0) {
     nng_msg_free(req);
     return op_status(c, method, timeout_ms, rv, true, st);

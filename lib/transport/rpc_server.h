@@ -20,6 +20,7 @@
 #include "lib/core/base/workqueue.h"
 #include "lib/transport/auth.h"
 #include "lib/transport/rpc.h"
+#include "lib/transport/tls.h"
 
 typedef enum tf__slot_state {
   TF__SLOT_PARKED,  /* no operation; not counted in busy */
@@ -85,6 +86,7 @@ struct tf_rpc_server {
   int64_t sweep_ms;
   tf__retry *retry;
   tf__conns *conns;
+  tf__tls_watch *tls_watch; /* tls+tcp: failed handshakes (NULL otherwise) */
   atomic_uint_fast64_t served, rejected;
   tf_auth *auth;          /* NULL: requests are not authenticated */
   bool auth_master;       /* roles of the master's methods (tf_auth_method_role) */

@@ -15,7 +15,9 @@
  * dtype's size times the element count, a numeric or bool dtype, a valid
  * shape, the frame addressed to this task); a frame that fails closes
  * its connection and is counted. String tensors are not carried: they
- * stay on the message path. Only tcp:// URLs are supported. */
+ * stay on the message path. tcp:// and tls+tcp:// URLs are supported
+ * (tls+tcp: mutual TLS with the options' or the process's TLS
+ * configuration, tls.h). */
 #ifndef TF_TRANSPORT_TENSOR_STREAM_H
 #define TF_TRANSPORT_TENSOR_STREAM_H
 
@@ -24,6 +26,8 @@
 
 #include "tf/status.h"
 #include "tf/tensor.h"
+
+struct tf_tls_config; /* tls.h */
 
 /* One frame's header. Strings are borrowed (NULL sends ""). */
 typedef struct tf_tstream_hdr {
@@ -59,7 +63,7 @@ typedef tf_code (*tf_tstream_deliver)(void *arg, const tf_tstream_hdr *h,
                                       tf_tensor *t, tf_status *st);
 
 typedef struct tf_tstream_server_opts {
-  const char *url;           /* tcp://host:port; port 0 picks a free one */
+  const char *url;           /* tcp:// or tls+tcp://host:port; port 0 picks a free one */
   uint64_t max_tensor_bytes; /* > 0: larger payloads are refused */
   int max_connections;       /* > 0: more are closed as they arrive */
   int64_t idle_ms;           /* > 0: no frame begun for this long closes */
@@ -75,6 +79,11 @@ typedef struct tf_tstream_server_opts {
    * tf_auth_process(); none: no hello is expected), else it is closed,
    * counted (auth_refused) and logged once per peer. */
   struct tf_auth *auth;
+  /* tls+tcp: the TLS configuration (borrowed during start; NULL: the
+   * process default). A failed handshake closes the connection, is
+   * counted (tf_rpc_tls_handshake_failures_total) and logged at most once
+   * per peer host per 10 s. */
+  const struct tf_tls_config *tls;
 } tf_tstream_server_opts;
 
 /* Defaults: max_tensor_bytes 256 MiB, max_connections 256, idle_ms 300000,
@@ -83,12 +92,13 @@ tf_tstream_server_opts tf_tstream_server_opts_default(void);
 
 /* Listens on o->url (strings copied) and serves every connection on a
  * thread of its own, calling deliver(arg, ...) per frame. INVALID_ARGUMENT
- * naming the option for a bad one; UNIMPLEMENTED for tls+tcp:// and other
- * schemes; UNAVAILABLE "cannot listen on <url>: <reason>". */
+ * naming the option for a bad one; UNIMPLEMENTED for schemes other than
+ * tcp and tls+tcp; FAILED_PRECONDITION for tls+tcp without a TLS
+ * configuration; UNAVAILABLE "cannot listen on <url>: <reason>". */
 tf_code tf_tstream_server_start(const tf_tstream_server_opts *o,
                                 tf_tstream_deliver deliver, void *arg,
                                 tf_tstream_server **out, tf_status *st);
-/* "tcp://host:port" with the port bound (a port 0 resolved). */
+/* The URL with the port bound (a port 0 resolved). */
 const char *tf_tstream_server_url(const tf_tstream_server *s);
 int tf_tstream_server_port(const tf_tstream_server *s);
 /* Stops accepting, closes every connection (a frame half read is dropped),
@@ -124,17 +134,22 @@ typedef struct tf_tstream_client_opts {
   int64_t io_timeout_ms;   /* > 0: no write progress this long fails */
   int64_t idle_ms;         /* > 0: a connection unused this long is closed;
                               keep it below the server's idle_ms */
+  /* tls+tcp: the TLS configuration (borrowed during tf_tstream_client_new;
+   * NULL: the process default). A refused handshake fails frames with
+   * UNAVAILABLE "... TLS handshake failed (...)". */
+  const struct tf_tls_config *tls;
 } tf_tstream_client_opts;
 
 /* Defaults: max_connections 2, max_queued 1024, dial_timeout_ms 5000,
  * io_timeout_ms 30000, idle_ms 60000. */
 tf_tstream_client_opts tf_tstream_client_opts_default(void);
 
-/* A client for the server at url (tcp://host:port); o NULL: defaults.
- * When the process has a keyring (tf_auth_process()), each connection
- * starts with a hello signed with its first key.
- * Nothing is dialled until the first send. INVALID_ARGUMENT for a bad URL
- * or option, UNIMPLEMENTED for tls+tcp:// and other schemes. */
+/* A client for the server at url (tcp:// or tls+tcp://host:port); o NULL:
+ * defaults. When the process has a keyring (tf_auth_process()), each
+ * connection starts with a hello signed with its first key. Nothing is
+ * dialled until the first send. INVALID_ARGUMENT for a bad URL or option
+ * (a tls+tcp host that is an IP address), UNIMPLEMENTED for other schemes,
+ * FAILED_PRECONDITION for tls+tcp without a TLS configuration. */
 tf_code tf_tstream_client_new(const char *url, const tf_tstream_client_opts *o,
                               tf_tstream_client **out, tf_status *st);
 /* Fails the frames still queued (CANCELLED) and those being written

@@ -26,6 +26,7 @@
 #include "lib/transport/tensor_stream.h"
 #include "lib/transport/peer_metrics.h"
 #include "lib/transport/tstream_frame.h"
+#include "lib/transport/tls.h"
 #include "lib/transport/tstream_util.h"
 
 /* One queued frame. */
@@ -70,6 +71,7 @@ struct tf_tstream_client {
   tconn *conns;            /* o.max_connections of them */
   const tf__peer_metrics *peer; /* the first frame's "to" (one task per URL) */
   tf_auth *auth;           /* signs each connection's hello; NULL: none */
+  bool tls;                /* a tls+tcp URL */
 };
 
 /* Work collected under the lock and done after it: finished frames
@@ -294,6 +296,11 @@ static void fail_write(tconn *k, tsend *x, int rv, after *a) {
     fail(a, x, TF_DEADLINE_EXCEEDED, "tensor stream to %s: key '%s': no "
          "write progress for %lld ms", c->url, x->key,
          (long long)c->o.io_timeout_ms);
+  } else if (c->tls && tf__tls_handshake_error(rv)) {
+    char text[256];
+    tf__tls_handshake_text(rv, text, sizeof text);
+    fail(a, x, TF_UNAVAILABLE, "tensor stream to %s: key '%s': %s", c->url,
+         x->key, text);
   } else {
     fail(a, x, tf__tstream_code(rv), "tensor stream to %s: key '%s': %s",
          c->url, x->key, nng_strerror(rv));
@@ -350,7 +357,10 @@ static void watch_cb(void *arg) {
     }
   } else if (live) {
     conn_close(k, rv == 0 ? "the server sent bytes (it never should)"
-                          : "the server closed the connection");
+                  : c->tls && tf__tls_handshake_error(rv)
+                      ? "TLS handshake failed (certificate not trusted, expired, "
+                        "or name mismatch)"
+                      : "the server closed the connection");
   }
   conn_settle(k, &a);
   kick(c);
@@ -401,6 +411,30 @@ static void client_destroy(tf_tstream_client *c) {
   free(c);
 }
 
+/* tls+tcp: the dialer checks the server against the CA and the URL's host
+ * name and presents our certificate. */
+static tf_code tls_setup(tf_tstream_client *c, const tf_tstream_client_opts *o,
+                         tf_status *st) {
+  tf_tls_config *tc = NULL;
+  nng_tls_config *cfg = NULL;
+  TF_TRY(tf__tls_check_dial_url(c->url, st));
+  tf_code code = tf__tls_resolve(o->tls, "dial", c->url, &tc, st);
+  if (code == TF_OK) {
+    code = tf__tls_client_nng(tc, c->url, &cfg, st);
+  }
+  tf_tls_config_free(tc);
+  if (code != TF_OK) {
+    return code;
+  }
+  int rv = nng_stream_dialer_set_ptr(c->d, NNG_OPT_TLS_CONFIG, cfg);
+  nng_tls_config_free(cfg); /* the dialer holds its own reference */
+  if (rv != 0) {
+    return tf_status_set(st, TF_INTERNAL, "cannot set the TLS configuration of "
+                         "the tensor stream to %s: %s", c->url, nng_strerror(rv));
+  }
+  return TF_OK;
+}
+
 tf_code tf_tstream_client_new(const char *url, const tf_tstream_client_opts *o,
                               tf_tstream_client **out, tf_status *st) {
   *out = NULL;
@@ -411,8 +445,17 @@ tf_code tf_tstream_client_new(const char *url, const tf_tstream_client_opts *o,
   c->url = tf__xstrdup(url);
   c->auth = tf_auth_process();
   c->o = *o;
+  c->o.tls = NULL; /* borrowed for the call only */
   pthread_mutex_init(&c->mu, NULL);
   int rv = nng_stream_dialer_alloc(&c->d, url);
+  if (rv == 0 && tf_tls_url(url)) {
+    c->tls = true;
+    tf_code code = tls_setup(c, o, st);
+    if (code != TF_OK) {
+      client_destroy(c);
+      return code;
+    }
+  }
   if (rv == 0) {
     nng_stream_dialer_set_bool(c->d, NNG_OPT_TCP_NODELAY, true);
     c->conns = tf__xcalloc((size_t)o->max_connections, sizeof *c->conns);

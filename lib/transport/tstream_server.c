@@ -24,6 +24,7 @@
 #include "lib/transport/peer_metrics.h"
 #include "lib/transport/auth.h"
 #include "lib/transport/tstream_frame.h"
+#include "lib/transport/tls.h"
 #include "lib/transport/tstream_util.h"
 
 #define ACCEPT_BACKOFF_MS 100 /* after an accept error (EMFILE ...) */
@@ -41,6 +42,7 @@ typedef struct sconn {
   size_t hcap;
   const tf__peer_metrics *pm; /* the series of pm_from, the last sender */
   char pm_from[128];
+  bool spoke;                /* a read succeeded (TLS: the handshake did) */
 } sconn;
 
 struct tf_tstream_server {
@@ -60,6 +62,7 @@ struct tf_tstream_server {
   int n_conns;             /* connection threads alive */
   char *logged[MAX_LOGGED];
   int n_logged;
+  bool tls;                /* a tls+tcp URL */
   _Atomic uint64_t accepted, refused_connections, frames, payload_bytes,
       deliver_errors, bad_frames, wrong_task, no_memory, broken, idle_closed,
       auth_refused;
@@ -114,6 +117,7 @@ static void log_once(tf_tstream_server *s, const char *kind, const char *host,
 typedef enum outcome {
   OUT_FRAME,      /* a frame was read */
   OUT_EOF,        /* the peer closed between frames */
+  OUT_TLS,        /* the TLS handshake failed */
   OUT_IDLE,       /* no frame began within idle_ms */
   OUT_BROKEN,     /* the peer vanished or stalled inside a frame */
   OUT_BAD,        /* failed validation */
@@ -157,6 +161,7 @@ static int read_full(sconn *c, void *buf, size_t len, int64_t first_ms,
     if (n == 0) {
       return NNG_ECLOSED;
     }
+    c->spoke = true;
     *got += n;
   }
   return 0;
@@ -170,6 +175,11 @@ static outcome read_header(sconn *c, tf__tstream_prefix *p,
   size_t got = 0;
   int rv = read_full(c, pre, sizeof pre, s->o.idle_ms, s->o.io_timeout_ms, &got);
   if (rv != 0) {
+    if (got == 0 && s->tls && !c->spoke &&
+        (rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH)) {
+      tf_status_set(st, TF_UNAVAILABLE, "%s", nng_strerror(rv));
+      return OUT_TLS;
+    }
     if (got == 0) {
       return rv == NNG_ETIMEDOUT ? OUT_IDLE : OUT_EOF;
     }
@@ -253,6 +263,19 @@ static outcome read_payload(sconn *c, const tf_tstream_hdr *h, tf_tensor **t,
   return OUT_FRAME;
 }
 
+/* A failed TLS handshake: counted, logged at most every 10 s per host. */
+static void note_tls(sconn *c, const tf_status *st) {
+  tf_tstream_server *s = c->s;
+  if (tf__tls_count_failures(s->url, c->host, 1) && s->o.log != NULL) {
+    char line[1024];
+    snprintf(line, sizeof line, "tensor stream %s: TLS handshake with %s "
+             "failed (no certificate signed by the cluster CA, or it does "
+             "not trust ours): %.200s (logged at most every 10 s per host)",
+             s->url, c->peer, st->msg);
+    s->o.log(s->o.log_arg, line);
+  }
+}
+
 /* Counts (and logs) why a connection ends. */
 static void note_end(sconn *c, outcome o, const tf_tstream_hdr *h,
                      const tf_status *st) {
@@ -265,6 +288,7 @@ static void note_end(sconn *c, outcome o, const tf_tstream_hdr *h,
   }
   switch (o) {
     case OUT_IDLE: atomic_fetch_add(&s->idle_closed, 1); break;
+    case OUT_TLS: note_tls(c, st); break;
     case OUT_BROKEN:
       atomic_fetch_add(&s->broken, 1);
       log_once(s, "broken", c->host, "", "tensor stream %s: connection from "
@@ -503,10 +527,34 @@ static tf_code check_opts(const tf_tstream_server_opts *o, tf_status *st) {
   return tf__tstream_check_url(o->url, "listen on", st);
 }
 
+/* tls+tcp: the listener requires a client certificate the CA signed. */
+static tf_code tls_setup(tf_tstream_server *s, tf_status *st) {
+  tf_tls_config *tc = NULL;
+  nng_tls_config *cfg = NULL;
+  tf_code code = tf__tls_resolve(s->o.tls, "listen on", s->url_copy, &tc, st);
+  if (code == TF_OK) {
+    code = tf__tls_server_nng(tc, s->url_copy, &cfg, st);
+  }
+  tf_tls_config_free(tc);
+  if (code != TF_OK) {
+    return code;
+  }
+  int rv = nng_stream_listener_set_ptr(s->l, NNG_OPT_TLS_CONFIG, cfg);
+  nng_tls_config_free(cfg); /* the listener holds its own reference */
+  if (rv != 0) {
+    return tf_status_set(st, TF_INTERNAL, "cannot set the TLS configuration of "
+                         "%s: %s", s->url_copy, nng_strerror(rv));
+  }
+  return TF_OK;
+}
+
 /* Allocates the listener and listens; fills s->url and s->port. */
 static tf_code listen_on(tf_tstream_server *s, tf_status *st) {
   const char *url = s->url_copy;
   int rv = nng_stream_listener_alloc(&s->l, url);
+  if (rv == 0 && s->tls) {
+    TF_TRY(tls_setup(s, st));
+  }
   if (rv == 0) {
     rv = nng_stream_listener_listen(s->l);
   }
@@ -552,9 +600,14 @@ tf_code tf_tstream_server_start(const tf_tstream_server_opts *o,
   s->deliver = deliver;
   s->arg = arg;
   s->auth = o->auth != NULL ? o->auth : tf_auth_process();
+  s->tls = tf_tls_url(o->url);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   tf_code c = listen_on(s, st);
+  s->o.tls = NULL; /* borrowed for the start only */
+  if (c == TF_OK && s->tls) {
+    tf__tls_failures(s->url); /* the failure series exists (at 0) from the start */
+  }
   if (c == TF_OK && nng_aio_alloc(&s->accept_aio, accept_cb, s) != 0) {
     c = tf_status_set(st, TF_RESOURCE_EXHAUSTED,
                       "tensor stream server on %s: out of memory", s->url);

@@ -12,15 +12,10 @@ tf_code tf__tstream_check_url(const char *url, const char *verb,
     return tf_status_set(st, TF_INVALID_ARGUMENT,
                          "tensor stream: cannot %s an empty URL", verb);
   }
-  if (strncmp(url, "tls+tcp://", 10) == 0) {
-    return tf_status_set(st, TF_UNIMPLEMENTED,
-                         "cannot %s %s: the tls+tcp transport is not "
-                         "supported by the tensor stream", verb, url);
-  }
-  if (strncmp(url, "tcp://", 6) != 0) {
+  if (strncmp(url, "tcp://", 6) != 0 && strncmp(url, "tls+tcp://", 10) != 0) {
     return tf_status_set(st, TF_UNIMPLEMENTED,
                          "cannot %s %s: the tensor stream supports only "
-                         "tcp:// URLs", verb, url);
+                         "tcp:// and tls+tcp:// URLs", verb, url);
   }
   return TF_OK;
 }
@@ -62,10 +57,11 @@ void tf__tstream_peer(nng_stream *s, char *peer, size_t peer_size, char *host,
 
 void tf__tstream_url_with_port(const char *url, int port, char *out,
                                size_t size) {
-  /* url is tcp://host:port (checked): the host is what lies between the
-   * scheme and the last ':'. */
-  const char *host = url + 6;
+  /* url is tcp:// or tls+tcp://host:port (checked): the host is what
+   * lies between the scheme and the last ':'. */
+  int scheme = strncmp(url, "tcp://", 6) == 0 ? 6 : 10;
+  const char *host = url + scheme;
   const char *colon = strrchr(host, ':');
   int host_len = colon != NULL ? (int)(colon - host) : (int)strlen(host);
-  snprintf(out, size, "tcp://%.*s:%d", host_len, host, port);
+  snprintf(out, size, "%.*s%.*s:%d", scheme, url, host_len, host, port);
 }

@@ -11,9 +11,9 @@
 
 #include "tf/status.h"
 
-/* OK for tcp://...; UNIMPLEMENTED "cannot <verb> <url>: the tls+tcp
- * transport is not supported by the tensor stream" (and for any scheme
- * other than tcp), INVALID_ARGUMENT for a NULL or empty URL. */
+/* OK for tcp://... and tls+tcp://...; UNIMPLEMENTED "cannot <verb> <url>:
+ * the tensor stream supports only tcp:// and tls+tcp:// URLs" for other
+ * schemes, INVALID_ARGUMENT for a NULL or empty URL. */
 tf_code tf__tstream_check_url(const char *url, const char *verb, tf_status *st);
 
 /* ms (> 0) as an NNG duration, at most INT32_MAX. */
@@ -28,7 +28,7 @@ tf_code tf__tstream_code(int rv);
 void tf__tstream_peer(nng_stream *s, char *peer, size_t peer_size, char *host,
                       size_t host_size);
 
-/* url (tcp://host:port) with its port replaced by port. */
+/* url (tcp:// or tls+tcp://host:port) with its port replaced by port. */
 void tf__tstream_url_with_port(const char *url, int port, char *out,
                                size_t size);
 

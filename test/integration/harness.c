@@ -53,6 +53,15 @@ char *th_bin(const char *name) {
   return p;
 }
 
+/* The tasks' host: a name under tls+tcp (certificates name hosts). */
+static bool is_tls(const th_cluster *c) {
+  return c->o.transport != NULL && strcmp(c->o.transport, "tls+tcp") == 0;
+}
+
+static const char *task_host(const th_cluster *c) {
+  return is_tls(c) ? "localhost" : "127.0.0.1";
+}
+
 /* Adds a task of job with a distinct free port (ports already chosen are
  * skipped). */
 static void add_task(th_cluster *c, const char *job, int task) {
@@ -67,7 +76,8 @@ static void add_task(th_cluster *c, const char *job, int task) {
       dup = dup || c->tasks[i].port == t->port;
     }
   }
-  snprintf(t->url, sizeof t->url, "tcp://127.0.0.1:%d", t->port);
+  snprintf(t->url, sizeof t->url, "%s://%s:%d", is_tls(c) ? "tls+tcp" : "tcp",
+           task_host(c), t->port);
   snprintf(t->log, sizeof t->log, "%s/%s-%d.log", c->dir, job, task);
 }
 
@@ -75,7 +85,7 @@ static void yaml_job(FILE *f, th_cluster *c, const char *job) {
   bool any = false;
   for (int i = 0; i < c->n_tasks; i++) {
     if (strcmp(c->tasks[i].job, job) == 0) {
-      fprintf(f, "%s127.0.0.1:%d", any ? ", " : "", c->tasks[i].port);
+      fprintf(f, "%s%s:%d", any ? ", " : "", task_host(c), c->tasks[i].port);
       any = true;
     }
   }
@@ -86,7 +96,8 @@ static void write_config(th_cluster *c) {
   ck_assert_msg(f != NULL, "cannot write %s: %s", c->config, strerror(errno));
   const char *jobs[] = {"master", "ps", "worker"};
   int counts[] = {1, c->o.n_ps, c->o.n_workers};
-  fprintf(f, "# written by test/integration/harness.c\ncluster: integ\ntransport: tcp\njobs:\n");
+  fprintf(f, "# written by test/integration/harness.c\ncluster: integ\ntransport: %s\njobs:\n",
+          is_tls(c) ? "tls+tcp" : "tcp");
   for (int j = 0; j < 3; j++) {
     if (counts[j] > 0) {
       fprintf(f, "  %s: [", jobs[j]);

@@ -44,6 +44,9 @@ typedef struct th_opts {
    * NULL: none. */
   const char *extra_yaml;
   int64_t session_ttl_ms; /* limits.session_ttl_ms; 0: the spec's default */
+  /* "tls+tcp": the tasks are at localhost (certificates name hosts) and
+   * extra_yaml must hold the tls: section; NULL: tcp at 127.0.0.1. */
+  const char *transport;
 } th_opts;
 
 th_opts th_default_opts(void);

@@ -230,8 +230,10 @@ START_TEST(test_transports_and_urls) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[256];
-    snprintf(text, sizeof text, "transport: %s\njobs:\n  master: ['%s']\n",
-             cases[i].transport, cases[i].addr);
+    snprintf(text, sizeof text, "transport: %s\njobs:\n  master: ['%s']\n%s",
+             cases[i].transport, cases[i].addr,
+             strcmp(cases[i].transport, "tls+tcp") == 0
+                 ? "tls: {ca_file: ca.crt, cert_key_file: node7.pem}\n" : "");
     tf_cluster_spec *s = parse_ok(text);
     ck_assert_str_eq(s->transport, cases[i].transport);
     char *url = tf_cluster_task_url(s, "master", 0);

@@ -493,10 +493,11 @@ START_TEST(test_start_errors) {
                    TF_INVALID_ARGUMENT);
   ck_assert(s == NULL);
   ck_assert_msg(strstr(st.msg, "bogus://x"), "%s", st.msg);
+  /* tls+tcp without a TLS configuration (none given, no process default) */
   ck_assert_int_eq(tf_rpc_server_start_sync("tls+tcp://127.0.0.1:0", 1, 0,
                                        rt_handler, NULL, &s, &st),
-                   TF_UNIMPLEMENTED);
-  ck_assert_msg(strstr(st.msg, "the tls+tcp transport is not supported"), "%s", st.msg);
+                   TF_FAILED_PRECONDITION);
+  ck_assert_msg(strstr(st.msg, "no TLS configuration"), "%s", st.msg);
   ck_assert_int_eq(tf_rpc_server_start_sync("inproc://x", 0, 0, rt_handler, NULL,
                                        &s, &st),
                    TF_INVALID_ARGUMENT);

@@ -216,8 +216,9 @@ START_TEST(test_bad_options_and_urls) {
   tf_tstream_server *s = (tf_tstream_server *)1;
   tf_tstream_server_opts o = server_opts(&k);
   o.url = "tls+tcp://127.0.0.1:0";
-  ck_assert_int_eq(tf_tstream_server_start(&o, deliver, &k, &s, &st), TF_UNIMPLEMENTED);
-  ck_assert_str_eq(st.msg, "cannot listen on tls+tcp://127.0.0.1:0: the tls+tcp transport is not supported by the tensor stream");
+  ck_assert_int_eq(tf_tstream_server_start(&o, deliver, &k, &s, &st), TF_FAILED_PRECONDITION);
+  ck_assert_str_eq(st.msg, "cannot listen on tls+tcp://127.0.0.1:0: no TLS configuration "
+                   "(the cluster spec's tls: section, or --cert for tfctl)");
   ck_assert(s == NULL);
   o.url = "ipc:///tmp/x";
   ck_assert_int_eq(tf_tstream_server_start(&o, deliver, &k, &s, &st), TF_UNIMPLEMENTED);
@@ -245,7 +246,7 @@ START_TEST(test_bad_options_and_urls) {
   tf_tstream_server_stop(NULL);
   tf_tstream_client *c = (tf_tstream_client *)1;
   ck_assert_int_eq(tf_tstream_client_new("inproc://x", NULL, &c, &st), TF_UNIMPLEMENTED);
-  ck_assert_str_eq(st.msg, "cannot dial inproc://x: the tensor stream supports only tcp:// URLs");
+  ck_assert_str_eq(st.msg, "cannot dial inproc://x: the tensor stream supports only tcp:// and tls+tcp:// URLs");
   ck_assert(c == NULL);
   ck_assert_int_eq(tf_tstream_client_new(NULL, NULL, &c, &st), TF_INVALID_ARGUMENT);
   tf_tstream_client_opts co = tf_tstream_client_opts_default();
