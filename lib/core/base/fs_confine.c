@@ -242,13 +242,19 @@ int tf__fs_lstat(const char *path, struct stat *sb) {
 
 /* The parent directory of path opened beneath its (writable) root, and the
  * last component in *name (malloc'd); -1 when refused or not found. A path
- * that is a root itself has no parent to act in: refused. */
-static int open_parent(tf_fs_policy *p, const char *path, const fs_root **root,
-                       char **name) {
+ * that is a root itself has no parent to act in: refused, except that for
+ * mkdir (root_exists) it is EEXIST, as the root is a directory. */
+static int open_parent(tf_fs_policy *p, const char *path, bool root_exists,
+                       const fs_root **root, char **name) {
   char *abs;
   const char *rel;
   const fs_root *r = resolve(p, path, true, &abs, &rel);
   if (r == NULL) {
+    return -1;
+  }
+  if (strcmp(rel, ".") == 0 && root_exists) {
+    free(abs);
+    errno = EEXIST;
     return -1;
   }
   if (strcmp(rel, ".") == 0) {
@@ -275,16 +281,17 @@ static int open_parent(tf_fs_policy *p, const char *path, const fs_root **root,
   return fd;
 }
 
-/* op 'm' mkdirat, 'u' unlinkat on the parent descriptor. */
+/* op 'm' mkdirat, 'u' unlinkat, 'r' unlinkat(AT_REMOVEDIR) on the parent. */
 static int at_op(const char *path, char op, unsigned mode) {
   tf_fs_policy *p = current();
   const fs_root *r;
   char *name;
-  int pfd = open_parent(p, path, &r, &name);
+  int pfd = open_parent(p, path, op == 'm', &r, &name);
   if (pfd < 0) {
     return -1;
   }
-  int rc = op == 'm' ? mkdirat(pfd, name, (mode_t)mode) : unlinkat(pfd, name, 0);
+  int rc = op == 'm' ? mkdirat(pfd, name, (mode_t)mode)
+           : unlinkat(pfd, name, op == 'r' ? AT_REMOVEDIR : 0);
   int err = errno;
   close(pfd);
   free(name);
@@ -306,6 +313,13 @@ int tf__fs_unlink(const char *path) {
   return at_op(path, 'u', 0);
 }
 
+int tf__fs_rmdir(const char *path) {
+  if (current() == NULL) {
+    return rmdir(path);
+  }
+  return at_op(path, 'r', 0);
+}
+
 int tf__fs_rename(const char *from, const char *to) {
   tf_fs_policy *p = current();
   if (p == NULL) {
@@ -313,11 +327,11 @@ int tf__fs_rename(const char *from, const char *to) {
   }
   const fs_root *r1, *r2;
   char *n1, *n2;
-  int f1 = open_parent(p, from, &r1, &n1);
+  int f1 = open_parent(p, from, false, &r1, &n1);
   if (f1 < 0) {
     return -1;
   }
-  int f2 = open_parent(p, to, &r2, &n2), rc = -1, err = errno;
+  int f2 = open_parent(p, to, false, &r2, &n2), rc = -1, err = errno;
   if (f2 >= 0) {
     rc = renameat(f1, n1, f2, n2);
     err = errno;

@@ -62,9 +62,10 @@ tf_code tf__fs_check(const char *path, bool write, const char *what,
 int tf__fs_open(const char *path, int flags, unsigned mode);
 /* opendir(3) (a read). */
 DIR *tf__fs_opendir(const char *path);
-/* mkdir(2), unlink(2), rename(2) (both paths under one writable root). */
+/* mkdir(2), unlink(2), rmdir(2), rename(2) (both paths under one writable root). */
 int tf__fs_mkdir(const char *path, unsigned mode);
 int tf__fs_unlink(const char *path);
+int tf__fs_rmdir(const char *path);
 int tf__fs_rename(const char *from, const char *to);
 /* stat(2) and lstat(2) (reads). */
 int tf__fs_stat(const char *path, struct stat *sb);

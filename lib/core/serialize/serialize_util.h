@@ -18,10 +18,18 @@
 
 /* Reads the whole file into a malloc'd buffer (NUL-terminated, so text
  * parsers may rely on it; *len excludes the NUL). NOT_FOUND,
- * PERMISSION_DENIED or UNKNOWN naming path and the OS error. */
+ * PERMISSION_DENIED or UNKNOWN naming path and the OS error. Not confined:
+ * for the files a program is configured with (cluster spec, the master's
+ * registry), never for a path a request names. */
 tf_code tf__read_file(const char *path, char **buf, size_t *len,
                       tf_status *st);
-/* Writes len bytes to path (created or truncated); errors name the path. */
+/* tf__read_file through the process's file-access policy (fs_confine.h):
+ * PERMISSION_DENIED naming path and the allowed directories outside them.
+ * For paths requests name (graph files, .npy files). */
+tf_code tf__read_file_confined(const char *path, char **buf, size_t *len,
+                               tf_status *st);
+/* Writes len bytes to path (created or truncated), through the process's
+ * file-access policy; errors name the path. */
 tf_code tf__write_file(const char *path, const void *buf, size_t len,
                        tf_status *st);
 

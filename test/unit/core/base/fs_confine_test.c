@@ -217,6 +217,19 @@ START_TEST(test_mkdir_rename_unlink) {
   assert_denied(tf__fs_mkdir(up, 0755), "is outside", NULL);
   char *root = at("ckpt");
   assert_denied(tf__fs_unlink(root), "itself", NULL);
+  ck_assert_int_lt(tf__fs_mkdir(root, 0755), 0); /* mkdir -p passes the root */
+  ck_assert_int_eq(errno, EEXIST);
+  char *sub = at("ckpt/sub"), *in = at("ckpt/sub/f");
+  ck_assert_int_eq(tf__fs_mkdir(sub, 0755), 0);
+  int fd2 = tf__fs_open(in, O_WRONLY | O_CREAT, 0644);
+  ck_assert_int_ge(fd2, 0);
+  close(fd2);
+  ck_assert_int_lt(tf__fs_rmdir(sub), 0);
+  ck_assert_int_eq(errno, ENOTEMPTY);
+  ck_assert_int_eq(tf__fs_unlink(in), 0);
+  ck_assert_int_eq(tf__fs_rmdir(sub), 0);
+  free(sub);
+  free(in);
   assert_denied(tf__fs_opendir("/etc") == NULL ? -1 : 0, "'/etc' is outside", NULL);
   assert_secret_untouched(&before);
   ck_assert_int_eq(tf__fs_unlink(g), 0);
