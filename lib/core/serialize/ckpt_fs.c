@@ -148,6 +148,9 @@ tf_code tf__mkdir_one(const char *path, unsigned mode, tf_status *st) {
                          "cannot make directory '%s': a file of that name "
                          "is in the way", path);
   }
+  if (err == EEXIST && errno == EACCES) {
+    err = EACCES; /* a link out of the allowed directories is in the way */
+  }
   return tf__ckpt_os_error(st, "cannot make directory", path, err);
 }
 
