@@ -107,5 +107,10 @@ void tf_daemon_setup_log(void);
 
 /* Loads the spec at path; on error logs one line and returns NULL. */
 tf_cluster_spec *tf_daemon_load_spec(const char *path);
+/* Installs the process's file-access policy from spec's data_dirs and
+ * checkpoint_dir (every file a request names is opened through it;
+ * neither key: none may be opened) and logs it; on error (a directory
+ * that cannot be opened) logs one line and returns -1. Once, at start. */
+int tf_daemon_confine(const tf_cluster_spec *spec);
 
 #endif

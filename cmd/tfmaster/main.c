@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
-  if (tf_daemon_take_role(spec, true, argv, &a) != 0) {
+  if (tf_daemon_take_role(spec, true, argv, &a) != 0 || tf_daemon_confine(spec) != 0) {
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }

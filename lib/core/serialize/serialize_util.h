@@ -79,4 +79,14 @@ bool tf__utf8_valid(const char *s, size_t n);
 tf_code tf__graph_nodes_to_msgpack(const tf_graph *g, int from, void **buf,
                                    size_t *len, tf_status *st);
 
+/* Vets decoded nodes before they are imported (an op allowlist): non-OK
+ * refuses the whole graph, g untouched. */
+typedef tf_code (*tf__node_defs_check_fn)(const tf_node_def *defs, int n, void *arg,
+                                          tf_status *st);
+/* tf_graph_from_msgpack with check (NULL: none) run on the decoded nodes
+ * before anything is added to g. */
+tf_code tf__graph_from_msgpack_checked(tf_graph *g, const void *buf, size_t len,
+                                       tf__node_defs_check_fn check, void *arg,
+                                       tf_status *st);
+
 #endif
