@@ -104,6 +104,13 @@ static void write_config(th_cluster *c) {
   if (c->o.extra_yaml != NULL) {
     fputs(c->o.extra_yaml, f);
   }
+  /* The daemons open only files under data_dirs and checkpoint_dir: the
+   * tests' data is in DIR, or Debian's datasets. */
+  if (c->o.extra_yaml == NULL || strstr(c->o.extra_yaml, "data_dirs:") == NULL) {
+    struct stat sb;
+    bool datasets = stat("/usr/share/datasets", &sb) == 0 && S_ISDIR(sb.st_mode);
+    fprintf(f, "data_dirs: [%s%s]\n", c->dir, datasets ? ", /usr/share/datasets" : "");
+  }
   if (c->o.session_ttl_ms > 0) {
     ck_assert_msg(c->o.extra_yaml == NULL || strstr(c->o.extra_yaml, "limits:") == NULL,
                   "th_opts: put session_ttl_ms in extra_yaml's limits section");

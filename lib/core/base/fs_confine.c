@@ -91,9 +91,12 @@ static const fs_root *pick(const tf_fs_policy *p, const char *abs, const char **
     const char *names[2] = {p->roots[i].path, p->roots[i].real};
     for (int k = 0; k < 2; k++) {
       const char *r = names[k] ? under(abs, names[k]) : NULL;
-      if (r != NULL && (best == NULL || strlen(names[k]) > best_n)) {
+      size_t len = names[k] ? strlen(names[k]) : 0;
+      bool better = best == NULL || len > best_n ||
+                    (len == best_n && p->roots[i].writable && !best->writable);
+      if (r != NULL && better) {
         best = &p->roots[i];
-        best_n = strlen(names[k]);
+        best_n = len;
         *rel = r;
       }
     }
