@@ -356,6 +356,10 @@ int tf_daemon_confine(const tf_cluster_spec *spec) {
     return -1;
   }
   tf__fs_policy_install(p);
+  return 0;
+}
+
+void tf_daemon_confine_note(const tf_cluster_spec *spec) {
   if (spec->n_data_dirs == 0 && spec->checkpoint_dir == NULL) {
     tf_log(LOG_NOTICE, "file access: %s sets neither data_dirs nor checkpoint_dir: "
            "requests may open no file", spec->path);
@@ -364,7 +368,6 @@ int tf_daemon_confine(const tf_cluster_spec *spec) {
            "write under checkpoint_dir (%s)", spec->n_data_dirs,
            spec->checkpoint_dir ? spec->checkpoint_dir : "unset");
   }
-  return 0;
 }
 
 tf_cluster_spec *tf_daemon_load_spec(const char *path) {

@@ -54,6 +54,7 @@ int main(int argc, char **argv) {
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }
+  tf_daemon_confine_note(spec);
   char *url = tf_cluster_task_url(spec, "master", 0);
   tf_daemon d = {.prog = "tfmaster", .svc = m, .tick = tick,
                  .tick_ms = spec->heartbeat_ms > 0 ? spec->heartbeat_ms : 500,

@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }
+  tf_daemon_confine_note(spec);
   char *url = tf_cluster_task_url(spec, a.job, a.task);
   tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
                  .drain = drain, .free = release, .drain_ms = spec->drain_ms,

@@ -163,10 +163,14 @@ train: {steps: 1000000, log_every_steps: 10}
 eval: {every_steps: 0}
 JOB
 
+# conf/slurm/cluster.yaml, with the job's data directory as data_dirs (the
+# daemons read files only there).
+sed "s|^data_dirs: .*|data_dirs: [$D]|" "$root/conf/slurm/cluster.yaml" >"$D/cluster.yaml"
+
 t0=$(date +%s)
 jid=$(cd "$D" && TF_BIN="$bin" TF_SLURM_LOGS="$D/out" sbatch --parsable -N 3 \
   -o "$D/out/batch.out" "$root/conf/slurm/tf-cluster.sbatch" "$D/job.yaml" \
-  "$root/conf/slurm/cluster.yaml")
+  "$D/cluster.yaml")
 check "sbatch accepts conf/slurm/tf-cluster.sbatch" [ -n "$jid" ]
 
 # Steps run: the master (n009:7070, 127.0.0.9) reports the job's step.

@@ -44,6 +44,11 @@ typedef struct th_opts {
    * NULL: none. */
   const char *extra_yaml;
   int64_t session_ttl_ms; /* limits.session_ttl_ms; 0: the spec's default */
+  /* checkpoint_dir: DIR, where the daemons let requests write (job
+   * checkpoints; the master then also records its jobs in DIR/jobs).
+   * Without it the spec has data_dirs: [DIR] only (reads), unless
+   * extra_yaml sets these keys. */
+  bool writable_dir;
 } th_opts;
 
 th_opts th_default_opts(void);
