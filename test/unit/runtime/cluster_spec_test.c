@@ -735,7 +735,7 @@ START_TEST(test_confine_keys) {
                    "d.yaml:2:23: ops.allow: unknown op 'NoSuchOp' (no op of that name is "
                    "registered in this program)");
   ck_assert_str_eq(parse_msg("jobs: {master: [h:1]}\nops: {deny: [MatMul]}\n", &st),
-                   "d.yaml:2:7: unknown key 'deny' in ops (expected allow)");
+                   "d.yaml:2:7: ops: unknown key 'deny' in 'ops' (expected allow)");
   ck_assert_ptr_nonnull(strstr(parse_msg("jobs: {master: [h:1]}\ndata_dirs: ['']\n", &st),
                                "d.yaml:2:13: data_dirs: expected a directory"));
   /* relative entries are anchored beside the file; the policy opens them */
