@@ -151,29 +151,83 @@ static const fs_root *resolve(const tf_fs_policy *p, const char *path, bool writ
   return r;
 }
 
-/* openat2 beneath r; an escape is recorded as a refusal. */
+/* Set once openat2 answered ENOSYS (a kernel before 5.6, or a seccomp
+ * filter that does not know it): the walk below is used from then on. */
+static atomic_bool g_no_openat2;
+
+/* The fallback when openat2 is missing: rel (folded: no '.', '..' or empty
+ * components) opened one component at a time from rootfd with O_NOFOLLOW,
+ * holding each directory's descriptor, so nothing can lead out; a symbolic
+ * link anywhere is not followed: -2 (follow: the caller wants the last
+ * component followed, as open(2) and stat(2) do). -1 with errno else. */
+static int walk(int rootfd, const char *rel, int flags, unsigned mode, bool follow) {
+  char *copy = tf__xstrdup(rel), *save = NULL;
+  int cur = rootfd, rc = -1, err = 0;
+  char *c = strtok_r(copy, "/", &save);
+  if (c == NULL || strcmp(rel, ".") == 0) { /* the root itself */
+    rc = openat(rootfd, ".", flags | O_CLOEXEC, (mode_t)mode);
+    err = errno;
+    c = NULL;
+  }
+  while (c != NULL) {
+    char *next = strtok_r(NULL, "/", &save);
+    int f = next != NULL ? O_PATH | O_DIRECTORY : flags;
+    int fd = openat(cur, c, f | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+    err = errno;
+    struct stat sb;
+    bool link = fstatat(cur, c, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(sb.st_mode);
+    if (cur != rootfd) close(cur);
+    if (link && (next != NULL || follow || fd < 0)) {
+      if (fd >= 0) close(fd);
+      rc = -2;
+      break;
+    }
+    if (fd < 0 || next == NULL) {
+      rc = fd;
+      break;
+    }
+    cur = fd;
+    c = next;
+  }
+  free(copy);
+  errno = err;
+  return rc;
+}
+
+/* rel opened beneath r: openat2, or the walk without it; an escape (or,
+ * with the walk, any symbolic link) is recorded as a refusal. */
 static int beneath(const tf_fs_policy *p, const fs_root *r, const char *path,
                    const char *rel, int flags, unsigned mode) {
   struct open_how how = {.flags = (unsigned)(flags | O_CLOEXEC),
                          .mode = (flags & O_CREAT) ? mode : 0,
                          .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
   long fd = -1;
-  for (int i = 0; i < 16; i++) { /* EAGAIN: a rename raced the walk */
+  for (int i = 0; i < 16 && !atomic_load(&g_no_openat2); i++) { /* EAGAIN: a rename raced */
     fd = syscall(SYS_openat2, r->fd, rel, &how, sizeof how);
-    if (fd >= 0 || errno != EAGAIN) {
+    if (fd < 0 && errno == ENOSYS) {
+      atomic_store(&g_no_openat2, true);
+    } else if (fd >= 0 || errno != EAGAIN) {
       break;
+    }
+  }
+  if (atomic_load(&g_no_openat2)) {
+    fd = walk(r->fd, rel, flags & ~O_NOFOLLOW, mode, (flags & O_NOFOLLOW) == 0);
+    if (fd == -2) {
+      deny("'%s': a symbolic link under %s %s is not followed (without openat2, "
+           "Linux 5.6 or later, no link is; allowed: %s)", path, r->label, r->path,
+           allowed(p));
+      return -1;
     }
   }
   if (fd < 0 && errno == EXDEV) {
     deny("'%s' leads outside the directories this cluster allows (a symbolic link "
          "or '..' leaves %s %s; allowed: %s)", path, r->label, r->path, allowed(p));
   }
-  if (fd < 0 && errno == ENOSYS) {
-    deny("'%s': this kernel has no openat2 (Linux 5.6 or later), which confining "
-         "file access to %s %s needs", path, r->label, r->path);
-  }
   return (int)fd;
 }
+
+/* Tests: behave as on a kernel without openat2. */
+void tf__fs_force_walk(bool on) { atomic_store(&g_no_openat2, on); }
 
 /* ---- the calls --------------------------------------------------------- */
 

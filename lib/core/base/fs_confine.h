@@ -9,8 +9,11 @@
  * unlink and rename open the parent that way and act on the last
  * component with the *at() call. A path outside every root, an escape, or
  * a write under a read-only root is refused before anything is created or
- * truncated. Kernels without openat2 (before Linux 5.6) are refused, not
- * served by a weaker walk.
+ * truncated. Where openat2 is missing (Linux before 5.6, or a seccomp
+ * filter answering ENOSYS) the rest is opened one component at a time with
+ * O_NOFOLLOW from the root's descriptor instead, and then no symbolic link
+ * under a root is followed (refused), since the walk cannot tell where one
+ * leads without following it.
  *
  * One policy is installed per process: tfworker and tfmaster install
  * theirs at start, before serving. With none installed (the embedded
@@ -75,5 +78,8 @@ int tf__fs_lstat(const char *path, struct stat *sb);
  * sets *st to its PERMISSION_DENIED message, forgets it and returns true;
  * else false, *st untouched. */
 bool tf__fs_take_denial(tf_status *st);
+
+/* Tests: on, every call takes the path of a kernel without openat2. */
+void tf__fs_force_walk(bool on);
 
 #endif

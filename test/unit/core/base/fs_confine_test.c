@@ -281,6 +281,50 @@ START_TEST(test_empty_policy_and_unconfined) {
 }
 END_TEST
 
+/* Without openat2 (forced): the component walk reads and writes inside,
+ * refuses every symbolic link (also one that stays inside) and what the
+ * lexical check refuses; the secret stays untouched. */
+START_TEST(test_walk_without_openat2) {
+  tf__fs_force_walk(true);
+  struct stat before;
+  ck_assert_int_eq(stat(g_secret, &before), 0);
+  char *f = at("data/sub/train.rec"), *w = at("ckpt/d/x"), *d = at("ckpt/d"), *y = at("ckpt/d/y");
+  int fd = tf__fs_open(f, O_RDONLY, 0);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(tf__fs_mkdir(d, 0755), 0);
+  fd = tf__fs_open(w, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(tf__fs_rename(w, y), 0);
+  DIR *dir = tf__fs_opendir(d);
+  ck_assert_ptr_nonnull(dir);
+  closedir(dir);
+  struct stat sb;
+  ck_assert_int_eq(tf__fs_stat(y, &sb), 0);
+  ck_assert(S_ISREG(sb.st_mode));
+  char *l1 = at("data/abs_link"), *l2 = at("data/rel_link"), *l3 = at("data/in_link");
+  char *l4 = at("ckpt/evil"), *esc = at("data/../outside/secret");
+  ck_assert_int_eq(symlink(g_secret, l4), 0);
+  assert_denied(tf__fs_open(l1, O_RDONLY, 0), "is not followed", "openat2");
+  assert_denied(tf__fs_open(l2, O_RDONLY, 0), "is not followed", NULL);
+  assert_denied(tf__fs_open(l3, O_RDONLY, 0), "is not followed", NULL);
+  assert_denied(tf__fs_stat(l1, &sb), "is not followed", NULL);
+  assert_denied(tf__fs_open(l4, O_WRONLY | O_CREAT | O_TRUNC, 0644), "is not followed", NULL);
+  assert_denied(tf__fs_open(esc, O_RDONLY, 0), "is outside", NULL);
+  ck_assert_int_eq(tf__fs_lstat(l1, &sb), 0); /* the link itself */
+  ck_assert(S_ISLNK(sb.st_mode));
+  /* a link as a directory on the way */
+  char *l5 = at("data/dirlink"), *via = at("data/dirlink/passwd");
+  ck_assert_int_eq(symlink("/etc", l5), 0);
+  assert_denied(tf__fs_open(via, O_RDONLY, 0), "is not followed", NULL);
+  assert_secret_untouched(&before);
+  tf__fs_force_walk(false);
+  char *ptrs[] = {f, w, d, y, l1, l2, l3, l4, esc, l5, via};
+  for (size_t i = 0; i < TF_ARRAY_LEN(ptrs); i++) free(ptrs[i]);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("fs_confine");
   TCase *tc = tcase_create("fs_confine");
@@ -292,6 +336,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_mkdir_rename_unlink);
   tcase_add_test(tc, test_check_ahead);
   tcase_add_test(tc, test_empty_policy_and_unconfined);
+  tcase_add_test(tc, test_walk_without_openat2);
   suite_add_tcase(s, tc);
   return s;
 }
