@@ -24,6 +24,8 @@
 #include "cmd/common/notify.h"
 #include "cmd/common/pidfile.h"
 #include "lib/runtime/cluster_auth.h"
+#include "lib/core/base/fs_confine.h"
+#include "lib/runtime/cluster_spec_confine.h"
 #include "lib/runtime/cluster_spec_reload.h"
 #include "lib/runtime/cluster_spec_tls.h"
 #include "lib/runtime/log.h"
@@ -349,6 +351,29 @@ void tf_daemon_tune_memory(void) {
 }
 
 void tf_daemon_setup_log(void) { tf_log_set_timestamps(!tf_log_stderr_is_journal()); }
+
+int tf_daemon_confine(const tf_cluster_spec *spec) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_fs_policy *p;
+  if (tf_cluster_fs_policy(spec, &p, &st) != TF_OK) {
+    tf_log(LOG_ERR, "config: %s", st.msg);
+    return -1;
+  }
+  tf__fs_policy_install(p);
+  return 0;
+}
+
+void tf_daemon_confine_note(const tf_cluster_spec *spec) {
+  if (spec->n_data_dirs == 0 && spec->checkpoint_dir == NULL) {
+    tf_log(LOG_NOTICE, "file access: %s sets neither data_dirs nor checkpoint_dir: "
+           "requests may open no file", spec->path);
+  } else {
+    tf_log(LOG_INFO, "file access: requests read under data_dirs (%d) and checkpoint_dir, "
+           "write under checkpoint_dir (%s)", spec->n_data_dirs,
+           spec->checkpoint_dir ? spec->checkpoint_dir : "unset");
+  }
+}
 
 tf_cluster_spec *tf_daemon_load_spec(const char *path) {
   tf_status st;

@@ -109,6 +109,14 @@ void tf_daemon_setup_log(void);
 
 /* Loads the spec at path; on error logs one line and returns NULL. */
 tf_cluster_spec *tf_daemon_load_spec(const char *path);
+/* Installs the process's file-access policy from spec's data_dirs and
+ * checkpoint_dir (every file a request names is opened through it;
+ * neither key: none may be opened); on error (a directory
+ * that cannot be opened) logs one line and returns -1. Once, at start. */
+int tf_daemon_confine(const tf_cluster_spec *spec);
+/* Logs what tf_daemon_confine installed (once the daemon started, so a
+ * start that fails logs one line). */
+void tf_daemon_confine_note(const tf_cluster_spec *spec);
 
 /* Authentication for the daemon serving (job, task): refuses (logs, returns
  * TF_EXIT_CONFIG) a task that would listen beyond loopback without an auth

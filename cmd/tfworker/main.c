@@ -48,7 +48,8 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_log_set_level(a.log_level >= 0 ? a.log_level : spec->log_level);
-  if (tf_daemon_take_role(spec, false, argv, &a) != 0 || tf_daemon_setup_tls(spec, &a) != 0) {
+  if (tf_daemon_take_role(spec, false, argv, &a) != 0 || tf_daemon_setup_tls(spec, &a) != 0 ||
+      tf_daemon_confine(spec) != 0) {
     tf_cluster_spec_free(spec);
     return TF_EXIT_CONFIG;
   }
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
     tf_auth_free(auth);
     return TF_EXIT_CONFIG;
   }
+  tf_daemon_confine_note(spec);
   char *url = tf_cluster_task_url(spec, a.job, a.task);
   tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
                  .drain = drain, .free = release, .drain_ms = spec->drain_ms,

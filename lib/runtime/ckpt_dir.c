@@ -19,6 +19,7 @@
 #include "lib/runtime/ckpt_dir.h"
 #include "lib/core/serialize/ckpt_fs.h"
 #include "lib/core/serialize/ckpt_shard.h"
+#include "lib/core/base/fs_confine.h"
 #include "lib/core/base/util.h"
 
 #define POINTER_FILE "checkpoint"
@@ -35,18 +36,29 @@ static char *join(const char *a, const char *b) {
 
 static bool is_dir(const char *path) {
   struct stat sb;
-  return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+  return tf__fs_lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* access(path, F_OK) == 0, through the file-access policy. */
+static bool exists(const char *path) {
+  struct stat sb;
+  return tf__fs_stat(path, &sb) == 0;
 }
 
 /* ---- directories ------------------------------------------------------------- */
 
-/* mkdir -p dir (mode 0755). */
+/* mkdir -p dir (mode 0755). Under a file-access policy the ancestors
+ * outside the allowed directories are left alone (they exist: the allowed
+ * directories below them do). */
 static tf_code make_dirs(const char *dir, tf_status *st) {
   char *p = tf__xstrdup(dir);
   tf_code c = TF_OK;
   for (char *s = strchr(p + 1, '/'); s != NULL && c == TF_OK; s = strchr(s + 1, '/')) {
     *s = '\0';
-    c = tf__mkdir_one(p, 0755, st);
+    tf_status ignored;
+    if (tf__fs_check(p, true, NULL, &ignored) == TF_OK) {
+      c = tf__mkdir_one(p, 0755, st);
+    }
     *s = '/';
   }
   if (c == TF_OK) {
@@ -59,7 +71,7 @@ static tf_code make_dirs(const char *dir, tf_status *st) {
 /* Removes path and everything under it (symlinks are removed, never
  * followed), calling the crash points of a removal at depth 0. */
 static tf_code remove_tree(const char *path, int depth, tf_status *st) {
-  DIR *d = opendir(path);
+  DIR *d = tf__fs_opendir(path);
   if (d == NULL) {
     return errno == ENOENT ? TF_OK
                            : tf__ckpt_os_error(st, "cannot open directory", path, errno);
@@ -73,7 +85,7 @@ static tf_code remove_tree(const char *path, int depth, tf_status *st) {
     char *child = join(path, e->d_name);
     if (is_dir(child) && depth < MAX_TREE_DEPTH) {
       c = remove_tree(child, depth + 1, st);
-    } else if (unlink(child) != 0 && errno != ENOENT) {
+    } else if (tf__fs_unlink(child) != 0 && errno != ENOENT) {
       c = tf__ckpt_os_error(st, "cannot remove", child, errno);
     }
     if (c == TF_OK && depth == 0 && first) {
@@ -83,7 +95,7 @@ static tf_code remove_tree(const char *path, int depth, tf_status *st) {
     free(child);
   }
   closedir(d);
-  if (c == TF_OK && rmdir(path) != 0 && errno != ENOENT) {
+  if (c == TF_OK && tf__fs_rmdir(path) != 0 && errno != ENOENT) {
     c = tf__ckpt_os_error(st, "cannot remove directory", path, errno);
   }
   return c;
@@ -101,7 +113,7 @@ static tf_code remove_checkpoint(const char *path, tf_status *st) {
 static tf_code read_small(const char *path, size_t cap, char **buf, size_t *len,
                           tf_status *st) {
   *buf = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = tf__fs_open(path, O_RDONLY, 0);
   if (fd < 0) {
     return tf__ckpt_os_error(st, "cannot open", path, errno);
   }
@@ -217,7 +229,7 @@ static tf_code scan(const char *dir, bool manifests_only, found **out, int *n,
                     tf_status *st) {
   *out = NULL;
   *n = 0;
-  DIR *d = opendir(dir);
+  DIR *d = tf__fs_opendir(dir);
   if (d == NULL) {
     return tf__ckpt_os_error(st, "cannot open checkpoint directory", dir, errno);
   }
@@ -225,7 +237,7 @@ static tf_code scan(const char *dir, bool manifests_only, found **out, int *n,
     int64_t step;
     char *path = join(dir, e->d_name), *mpath = join(path, MANIFEST_FILE);
     if (tf_ckpt_dir_name_step(e->d_name, &step) && is_dir(path) &&
-        (!manifests_only || access(mpath, F_OK) == 0)) {
+        (!manifests_only || exists(mpath))) {
       tf_ckpt_manifest m;
       found f = {tf__xstrdup(e->d_name), step, 0,
                  read_manifest(path, &m, NULL) == TF_OK};
@@ -321,7 +333,7 @@ tf_code tf_ckpt_verify(const char *ckpt_path, tf_ckpt_manifest *out,
 /* Removes the temporary files of atomic writes and the ckpt-<step>
  * directories without a manifest file that crashed writers left in dir. */
 static tf_code remove_garbage(const char *dir, tf_status *st) {
-  DIR *d = opendir(dir);
+  DIR *d = tf__fs_opendir(dir);
   if (d == NULL) {
     return tf__ckpt_os_error(st, "cannot open checkpoint directory", dir, errno);
   }
@@ -329,13 +341,13 @@ static tf_code remove_garbage(const char *dir, tf_status *st) {
   for (struct dirent *e; c == TF_OK && (e = readdir(d)) != NULL;) {
     char *path = join(dir, e->d_name), *mpath = join(path, MANIFEST_FILE);
     struct stat sb;
-    if (tf__afile_is_temp_name(e->d_name) && lstat(path, &sb) == 0 &&
+    if (tf__afile_is_temp_name(e->d_name) && tf__fs_lstat(path, &sb) == 0 &&
         S_ISREG(sb.st_mode)) {
-      if (unlink(path) != 0 && errno != ENOENT) {
+      if (tf__fs_unlink(path) != 0 && errno != ENOENT) {
         c = tf__ckpt_os_error(st, "cannot remove", path, errno);
       }
     } else if (tf_ckpt_dir_name_step(e->d_name, NULL) && is_dir(path) &&
-               access(mpath, F_OK) != 0) {
+               !exists(mpath)) {
       c = remove_checkpoint(path, st);
     }
     free(mpath);
@@ -366,7 +378,7 @@ tf_code tf_ckpt_begin(const char *dir, int64_t step, char **ckpt_path,
       c = remove_checkpoint(path, st);
     }
   }
-  if (c == TF_OK && mkdir(path, 0755) != 0) {
+  if (c == TF_OK && tf__fs_mkdir(path, 0755) != 0) {
     c = tf__ckpt_os_error(st, "cannot make directory", path, errno);
   }
   if (c == TF_OK) {
@@ -531,7 +543,7 @@ tf_code tf_ckpt_truncate(const char *dir, int64_t step, int *removed,
   }
   char *text = tf_ckpt_pointer_format(names, k), *path = join(dir, POINTER_FILE);
   tf_code c = k > 0 ? tf_fs_write_atomic(path, text, strlen(text), st) : TF_OK;
-  if (k == 0 && unlink(path) != 0 && errno != ENOENT) {
+  if (k == 0 && tf__fs_unlink(path) != 0 && errno != ENOENT) {
     c = tf__ckpt_os_error(st, "cannot remove", path, errno);
   }
   free(path);
@@ -579,7 +591,7 @@ int64_t tf_ckpt_bytes(const tf_ckpt_manifest *m) {
   if (m->path != NULL) {
     char *mpath = join(m->path, MANIFEST_FILE);
     struct stat sb;
-    if (stat(mpath, &sb) == 0) {
+    if (tf__fs_stat(mpath, &sb) == 0) {
       total += (int64_t)sb.st_size;
     }
     free(mpath);

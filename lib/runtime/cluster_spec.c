@@ -19,6 +19,7 @@
 #include "lib/core/serialize/serialize_util.h"
 #include "lib/core/base/util.h"
 #include "lib/runtime/cluster_spec_addr.h"
+#include "lib/runtime/cluster_spec_confine.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/spec_yaml.h"
 
@@ -37,6 +38,7 @@ typedef struct ctx {
   tf_cluster_spec *s;
   const yaml_node_t **task_nodes; /* every task's address, in order */
   int n_task_nodes;
+  tf__spec *y; /* the document as spec_yaml.h sees it */
 } ctx;
 
 __attribute__((format(printf, 4, 5))) static tf_code
@@ -643,14 +645,14 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
   static const char *const names[] = {
       "cluster",  "transport", "checkpoint_dir", "run_dir", "log_level",
       "jobs",     "timeouts",  "threads",        "max_message_mb", "limits",
-      "metrics", "slurm", "auth", "tls"};
+      "metrics", "slurm", "auth", "tls", "data_dirs", "ops"};
   char b[80];
   if (root->type != YAML_MAPPING_NODE) {
     return err(c, root, NULL, "expected a mapping with 'jobs' at the top "
                "level, got %s", tf__spec_shown(root, b));
   }
-  yaml_node_t *f[14];
-  TF_TRY(fields(c, root, NULL, "the top level", names, 14, f));
+  yaml_node_t *f[16];
+  TF_TRY(fields(c, root, NULL, "the top level", names, 16, f));
   for (int k = 0; k < 5; k++) { /* transport first: jobs need it */
     if (f[k] != NULL) {
       TF_TRY(parse_string(c, k, f[k]));
@@ -685,6 +687,12 @@ static tf_code parse_root(ctx *c, const yaml_node_t *root) {
     TF_TRY(parse_tls(c, f[13]));
   }
   TF_TRY(check_tls(c, root, f[1], f[13]));
+  if (f[14] != NULL) {
+    TF_TRY(tf__cluster_parse_data_dirs(c->y, f[14], c->s));
+  }
+  if (f[15] != NULL) {
+    TF_TRY(tf__cluster_parse_ops(c->y, f[15], c->s));
+  }
   if (c->s->run_dir == NULL) {
     c->s->run_dir = tf__xasprintf("run/%s", c->s->name);
   }
@@ -702,7 +710,7 @@ tf_code tf_cluster_spec_parse(const char *text, size_t len, const char *name,
   tf_cluster_spec *s = tf__xcalloc(1, sizeof *s);
   s->path = tf__xstrdup(name);
   set_defaults(s);
-  ctx c = {&y.doc, name, st, s, NULL, 0};
+  ctx c = {&y.doc, name, st, s, NULL, 0, &y};
   yaml_node_t *root = yaml_document_get_root_node(&y.doc);
   tf_code code;
   if (root == NULL) {
@@ -758,6 +766,9 @@ tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,
     anchor_dir(&(*out)->tls_ca_file, path);
     anchor_dir(&(*out)->tls_cert_key_file, path);
     anchor_dir(&(*out)->tls_client_cert_key_file, path);
+    for (int i = 0; i < (*out)->n_data_dirs; i++) {
+      anchor_dir(&(*out)->data_dirs[i], path);
+    }
   }
   return code;
 }
@@ -786,6 +797,7 @@ void tf_cluster_spec_free(tf_cluster_spec *s) {
   free(s->tls_ca_file);
   free(s->tls_cert_key_file);
   free(s->tls_client_cert_key_file);
+  tf__cluster_confine_free(s);
   free(s);
 }
 

@@ -31,7 +31,14 @@
  *     max_connections: 256         # connections a daemon keeps open
  *     idle_connection_ms: 300000   # a connection idle this long is closed
  *     session_ttl_ms: 60000        # a session nobody keeps alive ends
- *   checkpoint_dir: /var/lib/tf/checkpoints  # resumable jobs (jobs/)
+ *   checkpoint_dir: /var/lib/tf/checkpoints  # resumable jobs (jobs/); on
+ *                                  # the daemons the only directory requests
+ *                                  # may write (checkpoints, WriteTFRecords)
+ *   data_dirs: [/srv/data]         # directories requests may read (data,
+ *                                  # graph files); neither key: no file
+ *                                  # access (cluster_spec_confine.h)
+ *   ops: {allow: [Name, ...]}      # ops allowed beyond the default set
+ *                                  # (op_allow.h; unknown names are errors)
  *   run_dir: run/local             # tfctl cluster up: pid files and logs
  *   log_level: info                # err | warning | notice | info | debug
  *   metrics:                       # Prometheus /metrics (docs/operations.md)
@@ -132,6 +139,11 @@ typedef struct tf_cluster_spec {
   char *auth_client_key_file;   /* NULL: none */
   char *auth_readonly_key_file; /* NULL: none */
   int64_t auth_window_ms;       /* default 30000 */
+  /* file access and ops (cluster_spec_confine.c) */
+  char **data_dirs;          /* n_data_dirs, absolute after load */
+  int n_data_dirs;
+  char **ops_allow;          /* n_ops_allow registered op names */
+  int n_ops_allow;
 } tf_cluster_spec;
 
 tf_code tf_cluster_spec_load(const char *path, tf_cluster_spec **out,

@@ -46,10 +46,23 @@ static bool jobs_differ(const tf_cluster_spec *a, const tf_cluster_spec *b) {
   return false;
 }
 
+static bool lists_differ(char *const *a, int na, char *const *b, int nb) {
+  for (int i = 0; na == nb && i < na; i++) {
+    if (strcmp(a[i], b[i]) != 0) return true;
+  }
+  return na != nb;
+}
+
 /* The fields a restart applies: reported when they differ. */
 static void diff_restart_only(const tf_cluster_spec *l, const tf_cluster_spec *f,
                               char *buf, size_t len) {
   if (jobs_differ(l, f)) append(buf, len, "jobs (the task list)");
+  if (lists_differ(l->data_dirs, l->n_data_dirs, f->data_dirs, f->n_data_dirs)) {
+    append(buf, len, "data_dirs");
+  }
+  if (lists_differ(l->ops_allow, l->n_ops_allow, f->ops_allow, f->n_ops_allow)) {
+    append(buf, len, "ops.allow");
+  }
   if (str_differs(l->name, f->name)) append(buf, len, "cluster");
   if (str_differs(l->transport, f->transport)) append(buf, len, "transport");
   if (l->step_ttl_ms != f->step_ttl_ms) append(buf, len, "timeouts.step_ttl_ms");

@@ -14,6 +14,7 @@
 #include <syslog.h>
 
 #include "lib/core/base/util.h"
+#include "lib/runtime/job_access.h"
 #include "lib/runtime/job_run.h"
 #include "lib/runtime/log.h"
 #include "lib/runtime/master_impl.h"
@@ -149,6 +150,11 @@ nng_msg *tf__ms_submit_job(tf_master *m, const tf_wire_msg *req, tf_status *st) 
   nng_msg *msg = NULL;
   if (tf_job_spec_parse(r.spec, r.spec_len, r.name[0] ? r.name : "job.yaml",
                         &spec, st) == TF_OK &&
+      tf__job_access_check(m->spec, spec, st) != TF_OK) {
+    tf_job_spec_free(spec); /* refused before it is the master's */
+    spec = NULL;
+  }
+  if (spec != NULL &&
       tf__ms_start_job(m, spec, NULL, 0, id, sizeof id, st) == TF_OK) {
     tf_log(LOG_INFO, "job %s submitted (%s)", id, r.name);
     tf_wire_writer *wr = tf__ms_reply_writer(m, req);

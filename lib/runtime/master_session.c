@@ -14,7 +14,9 @@
 #include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 #include "lib/runtime/log.h"
+#include "lib/core/serialize/serialize_util.h"
 #include "lib/runtime/master_impl.h"
+#include "lib/runtime/op_allow.h"
 #include "tf/serialize.h"
 
 static void hkey(uint64_t h, char key[24]) { snprintf(key, 24, "%016" PRIx64, h); }
@@ -71,9 +73,11 @@ void tf__ms_session_put(tf_master *m, ms_session *s) {
 }
 
 /* Adds the nodes of a graph sent in msgpack form (len bytes at buf) to g. */
-static tf_code add_nodes(tf_graph *g, const void *buf, size_t len, const char *what,
-                         tf_status *st) {
-  if (tf_graph_from_msgpack(g, buf, len, st) != TF_OK) {
+static tf_code add_nodes(const tf_master *m, tf_graph *g, const void *buf, size_t len,
+                         const char *what, tf_status *st) {
+  tf_op_allow allow = {.spec = m->spec, .partition = false};
+  if (tf__graph_from_msgpack_checked(g, buf, len, tf_op_allow_check_defs, &allow, st) !=
+      TF_OK) {
     return tf_status_prefix(st, "%s", what);
   }
   return TF_OK;
@@ -108,7 +112,7 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
   tf__strmap_init(&s->cache);
   tf__strmap_init(&s->pins);
   s->g = tf_graph_new();
-  if (rq.has_graph && add_nodes(s->g, rq.graph, rq.graph_len, "CreateSession", st) != TF_OK) {
+  if (rq.has_graph && add_nodes(m, s->g, rq.graph, rq.graph_len, "CreateSession", st) != TF_OK) {
     tf__ms_session_destroy(s);
     return NULL;
   }
@@ -147,7 +151,7 @@ nng_msg *tf__ms_extend_session(tf_master *m, const tf_wire_msg *req, tf_status *
   ms_session *s = tf__ms_session_get(m, req->h.session, st);
   if (s == NULL) return NULL;
   pthread_mutex_lock(&s->mu);
-  tf_code rc = add_nodes(s->g, rq.graph, rq.graph_len, "ExtendSession", st);
+  tf_code rc = add_nodes(m, s->g, rq.graph, rq.graph_len, "ExtendSession", st);
   pthread_mutex_unlock(&s->mu);
   tf__ms_session_put(m, s);
   return rc == TF_OK ? tf__ms_empty_reply(m, req, st) : NULL;

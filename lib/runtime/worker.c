@@ -15,6 +15,8 @@
 #include "lib/core/base/util.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/runtime/log.h"
+#include "lib/core/serialize/serialize_util.h"
+#include "lib/runtime/op_allow.h"
 #include "lib/runtime/worker_impl.h"
 #include "tf/serialize.h"
 
@@ -96,7 +98,9 @@ static nng_msg *register_graph(tf_worker *w, const tf_wire_msg *req,
   g->session = req->h.session;
   g->g = tf__graph_new_internal(); /* a partition: _arg_0, _retval_0, ... */
   tf_executor_opts eo = {.device = &w->dev, .runner = w->runner};
-  if (tf_graph_from_msgpack(g->g, rq.graph, rq.graph_len, st) != TF_OK ||
+  tf_op_allow allow = {.spec = w->spec, .partition = true};
+  if (tf__graph_from_msgpack_checked(g->g, rq.graph, rq.graph_len, tf_op_allow_check_defs,
+                                     &allow, st) != TF_OK ||
       tf_executor_new(g->g, &eo, &g->ex, st) != TF_OK) {
     tf_status_prefix(st, "RegisterGraph on %s", w->task_prefix);
     graph_free(g);

@@ -82,6 +82,7 @@ jobs:
 timeouts: {rpc_ms: 3000, registration_ms: 5000, heartbeat_ms: 200,
            down_after_ms: 1000, step_ttl_ms: 10000, drain_ms: 1000}
 checkpoint_dir: $tmp/ckpt
+data_dirs: [$tmp]
 run_dir: $tmp/run
 log_level: info
 EOF

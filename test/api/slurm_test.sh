@@ -163,8 +163,10 @@ train: {steps: 1000000, log_every_steps: 10}
 eval: {every_steps: 0}
 JOB
 
-# The spec beside its key: tf-cluster.sbatch generates $D/cluster.key.
-cp "$root/conf/slurm/cluster.yaml" "$D/cluster.yaml"
+# conf/slurm/cluster.yaml, with the job's data directory as data_dirs (the
+# daemons read files only there), beside its key: tf-cluster.sbatch
+# generates $D/cluster.key.
+sed "s|^data_dirs: .*|data_dirs: [$D]|" "$root/conf/slurm/cluster.yaml" >"$D/cluster.yaml"
 export TF_KEY_FILE=$D/cluster.key
 t0=$(date +%s)
 jid=$(cd "$D" && TF_BIN="$bin" TF_SLURM_LOGS="$D/out" sbatch --parsable -N 3 \

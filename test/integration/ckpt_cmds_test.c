@@ -133,6 +133,7 @@ static void restore_latest(th_cluster *c, const char *id, const char *path, long
 START_TEST(test_checkpoint_commands) {
   th_opts o = th_default_opts();
   o.n_workers = 1;
+  o.writable_dir = true; /* the job's checkpoints go to DIR/ck */
   th_cluster *c = th_cluster_new(&o);
   tj_write_idx(c, "train", N_TRAIN, 11u);
   TH_REQUIRE(c, th_start_all(c, 15000), "cluster did not start");

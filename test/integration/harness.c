@@ -115,6 +115,18 @@ static void write_config(th_cluster *c) {
   if (c->o.extra_yaml != NULL) {
     fputs(c->o.extra_yaml, f);
   }
+  /* The daemons open only files under data_dirs and checkpoint_dir: the
+   * tests' data is in DIR, or Debian's datasets. */
+  if (c->o.extra_yaml == NULL || strstr(c->o.extra_yaml, "data_dirs:") == NULL) {
+    struct stat sb;
+    bool datasets = stat("/usr/share/datasets", &sb) == 0 && S_ISDIR(sb.st_mode);
+    fprintf(f, "data_dirs: [%s%s]\n", c->dir, datasets ? ", /usr/share/datasets" : "");
+  }
+  if (c->o.writable_dir) {
+    ck_assert_msg(c->o.extra_yaml == NULL || strstr(c->o.extra_yaml, "checkpoint_dir:") == NULL,
+                  "th_opts: writable_dir and a checkpoint_dir in extra_yaml");
+    fprintf(f, "checkpoint_dir: %s\n", c->dir);
+  }
   if (c->o.session_ttl_ms > 0) {
     ck_assert_msg(c->o.extra_yaml == NULL || strstr(c->o.extra_yaml, "limits:") == NULL,
                   "th_opts: put session_ttl_ms in extra_yaml's limits section");

@@ -47,6 +47,11 @@ typedef struct th_opts {
   /* "tls+tcp": the tasks are at localhost (certificates name hosts) and
    * extra_yaml must hold the tls: section; NULL: tcp at 127.0.0.1. */
   const char *transport;
+  /* checkpoint_dir: DIR, where the daemons let requests write (job
+   * checkpoints; the master then also records its jobs in DIR/jobs).
+   * Without it the spec has data_dirs: [DIR] only (reads), unless
+   * extra_yaml sets these keys. */
+  bool writable_dir;
 } th_opts;
 
 th_opts th_default_opts(void);

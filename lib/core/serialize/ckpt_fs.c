@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lib/core/serialize/ckpt_fs.h"
+#include "lib/core/base/fs_confine.h"
 #include "lib/core/serialize/ckpt_shard.h"
 #include "lib/core/base/util.h"
 
@@ -41,6 +42,9 @@ void tf_ckpt_crash_point(const char *point, const char *path) {
 
 tf_code tf__ckpt_os_error(tf_status *st, const char *what, const char *path,
                           int err) {
+  if (err == EACCES && tf__fs_take_denial(st)) {
+    return st->code; /* the cluster's file-access policy said no */
+  }
   tf_code c = TF_UNKNOWN;
   if (err == ENOENT || err == ENOTDIR) {
     c = TF_NOT_FOUND;
@@ -98,7 +102,7 @@ int tf__pread_full(int fd, void *buf, size_t n, uint64_t off) {
 /* ---- directories ------------------------------------------------------------- */
 
 tf_code tf__fsync_dir(const char *dir, tf_status *st) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = tf__fs_open(dir, O_RDONLY | O_DIRECTORY, 0);
   if (fd < 0) {
     return tf__ckpt_os_error(st, "cannot open directory", dir, errno);
   }
@@ -131,18 +135,21 @@ tf_code tf__fsync_parent(const char *path, tf_status *st) {
 }
 
 tf_code tf__mkdir_one(const char *path, unsigned mode, tf_status *st) {
-  if (mkdir(path, (mode_t)mode) == 0) {
+  if (tf__fs_mkdir(path, mode) == 0) {
     return TF_OK;
   }
   int err = errno;
   struct stat sb;
-  if (err == EEXIST && stat(path, &sb) == 0) {
+  if (err == EEXIST && tf__fs_stat(path, &sb) == 0) {
     if (S_ISDIR(sb.st_mode)) {
       return TF_OK;
     }
     return tf_status_set(st, TF_FAILED_PRECONDITION,
                          "cannot make directory '%s': a file of that name "
                          "is in the way", path);
+  }
+  if (err == EEXIST && errno == EACCES) {
+    err = EACCES; /* a link out of the allowed directories is in the way */
   }
   return tf__ckpt_os_error(st, "cannot make directory", path, err);
 }
@@ -169,7 +176,7 @@ tf_code tf__afile_open(tf__afile *f, const char *path, tf_status *st) {
   char *tmp = tf__xasprintf("%s/.%s.tmp-%ld-%016" PRIx64, dir, base,
                             (long)getpid(), tf__random_u64());
   free(dir);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = tf__fs_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) {
     tf_code c = tf__ckpt_os_error(st, "cannot create temporary file", tmp,
                                   errno);
@@ -215,7 +222,7 @@ tf_code tf__afile_write(tf__afile *f, const void *p, size_t n, tf_status *st) {
 void tf__afile_abort(tf__afile *f) {
   if (f->fd >= 0) {
     close(f->fd);
-    unlink(f->tmp);
+    tf__fs_unlink(f->tmp);
   }
   free(f->path);
   free(f->tmp);
@@ -246,11 +253,11 @@ static tf_code afile_sync(tf__afile *f, tf_status *st) {
 tf_code tf__afile_commit(tf__afile *f, tf_status *st) {
   TF_ASSERT(f->fd >= 0);
   tf_code c = afile_sync(f, st);
-  if (c == TF_OK && rename(f->tmp, f->path) != 0) {
+  if (c == TF_OK && tf__fs_rename(f->tmp, f->path) != 0) {
     c = tf__ckpt_os_error(st, "cannot rename over", f->path, errno);
   }
   if (c != TF_OK) {
-    unlink(f->tmp);
+    tf__fs_unlink(f->tmp);
     tf__afile_abort(f);
     return c;
   }

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/core/base/fs_confine.h"
 #include "lib/core/serialize/ckpt_format.h"
 #include "lib/core/serialize/ckpt_fs.h"
 #include "lib/core/serialize/ckpt_shard.h"
@@ -326,7 +327,7 @@ tf_code tf_ckpt_shard_open_fd(int fd, const char *name, tf_ckpt_shard **out,
 tf_code tf_ckpt_shard_open(const char *path, tf_ckpt_shard **out,
                            tf_status *st) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = tf__fs_open(path, O_RDONLY, 0);
   if (fd < 0) {
     return tf__ckpt_os_error(st, "cannot open checkpoint shard", path, errno);
   }

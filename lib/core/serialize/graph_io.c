@@ -40,7 +40,7 @@ tf_code tf_graph_save(const tf_graph *g, const char *path, tf_status *st) {
 tf_code tf_graph_load(tf_graph *g, const char *path, tf_status *st) {
   char *buf;
   size_t len;
-  TF_TRY(tf__read_file(path, &buf, &len, st));
+  TF_TRY(tf__read_file_confined(path, &buf, &len, st));
   tf_code c = is_yaml_path(path) ? tf_graph_from_yaml(g, buf, len, st)
                                  : tf_graph_from_msgpack(g, buf, len, st);
   free(buf);

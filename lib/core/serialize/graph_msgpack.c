@@ -426,6 +426,12 @@ static tf_code dec_graph(dec *d, const msgpack_object *o, tf_node_def **defs,
 
 tf_code tf_graph_from_msgpack(tf_graph *g, const void *buf, size_t len,
                               tf_status *st) {
+  return tf__graph_from_msgpack_checked(g, buf, len, NULL, NULL, st);
+}
+
+tf_code tf__graph_from_msgpack_checked(tf_graph *g, const void *buf, size_t len,
+                                       tf__node_defs_check_fn check, void *arg,
+                                       tf_status *st) {
   msgpack_unpacked res;
   tf_code c = tf__msgpack_unpack(buf, len, TF_MSGPACK_MAX_DEPTH, &res, st);
   if (c != TF_OK) {
@@ -439,6 +445,9 @@ tf_code tf_graph_from_msgpack(tf_graph *g, const void *buf, size_t len,
   tf_node_def *defs = NULL;
   int n = 0;
   c = dec_graph(&d, &res.data, &defs, &n);
+  if (c == TF_OK && check != NULL) {
+    c = check(defs, n, arg, st);
+  }
   if (c == TF_OK) {
     c = tf__graph_import_decoded(g, defs, n, st);
   }

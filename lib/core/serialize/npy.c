@@ -384,7 +384,7 @@ tf_code tf_tensor_load_npy(const char *path, tf_tensor **out, tf_status *st) {
   char *buf;
   size_t len;
   *out = NULL;
-  TF_TRY(tf__read_file(path, &buf, &len, st));
+  TF_TRY(tf__read_file_confined(path, &buf, &len, st));
   tf_code c = tf_tensor_from_npy(buf, len, out, st);
   free(buf);
   if (c != TF_OK) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "lib/core/base/fs_confine.h"
 #include "lib/core/base/util.h"
 
 #define STREAM_BUF (256 * 1024)
@@ -94,8 +95,11 @@ static tf_code refill(tf__instream *s, tf_status *st) {
 }
 
 static tf_code open_fd(const char *path, int *fd, int64_t *size, tf_status *st) {
-  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  *fd = tf__fs_open(path, O_RDONLY, 0);
   if (*fd < 0) {
+    if (tf__fs_take_denial(st)) {
+      return st->code;
+    }
     return tf_status_set(st, errno_code(errno), "%s: cannot open (%s)", path,
                          strerror(errno));
   }
@@ -364,8 +368,11 @@ static tf_code flush_out(tf__outstream *s, tf_status *st) {
 tf_code tf__outstream_open(const char *path, tf_compression c,
                            tf__outstream **out, tf_status *st) {
   *out = NULL;
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = tf__fs_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
+    if (tf__fs_take_denial(st)) {
+      return st->code;
+    }
     return tf_status_set(st, errno_code(errno), "%s: cannot create (%s)",
                          path, strerror(errno));
   }

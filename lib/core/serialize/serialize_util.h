@@ -18,10 +18,18 @@
 
 /* Reads the whole file into a malloc'd buffer (NUL-terminated, so text
  * parsers may rely on it; *len excludes the NUL). NOT_FOUND,
- * PERMISSION_DENIED or UNKNOWN naming path and the OS error. */
+ * PERMISSION_DENIED or UNKNOWN naming path and the OS error. Not confined:
+ * for the files a program is configured with (cluster spec, the master's
+ * registry), never for a path a request names. */
 tf_code tf__read_file(const char *path, char **buf, size_t *len,
                       tf_status *st);
-/* Writes len bytes to path (created or truncated); errors name the path. */
+/* tf__read_file through the process's file-access policy (fs_confine.h):
+ * PERMISSION_DENIED naming path and the allowed directories outside them.
+ * For paths requests name (graph files, .npy files). */
+tf_code tf__read_file_confined(const char *path, char **buf, size_t *len,
+                               tf_status *st);
+/* Writes len bytes to path (created or truncated), through the process's
+ * file-access policy; errors name the path. */
 tf_code tf__write_file(const char *path, const void *buf, size_t len,
                        tf_status *st);
 
@@ -70,5 +78,15 @@ bool tf__utf8_valid(const char *s, size_t n);
  * earlier ones, so the receiver decodes them into the graph it has). */
 tf_code tf__graph_nodes_to_msgpack(const tf_graph *g, int from, void **buf,
                                    size_t *len, tf_status *st);
+
+/* Vets decoded nodes before they are imported (an op allowlist): non-OK
+ * refuses the whole graph, g untouched. */
+typedef tf_code (*tf__node_defs_check_fn)(const tf_node_def *defs, int n, void *arg,
+                                          tf_status *st);
+/* tf_graph_from_msgpack with check (NULL: none) run on the decoded nodes
+ * before anything is added to g. */
+tf_code tf__graph_from_msgpack_checked(tf_graph *g, const void *buf, size_t len,
+                                       tf__node_defs_check_fn check, void *arg,
+                                       tf_status *st);
 
 #endif

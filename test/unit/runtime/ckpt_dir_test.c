@@ -6,11 +6,16 @@
  * one, and a damaged pointer) with a note naming what it skipped and why;
  * begin removes a crashed writer's leftovers, refuses to overwrite a good
  * checkpoint and replaces a bad one; commit refuses a missing shard, a
- * missing directory and fields the manifest cannot hold. */
+ * missing directory and fields the manifest cannot hold. Under a
+ * file-access policy whose checkpoint_dir is a temporary directory, a
+ * nested job directory is made and saved into (the ancestors outside are
+ * passed by), while a directory outside it, a symbolic link out of it and
+ * a '..' escape are refused with PERMISSION_DENIED and nothing is made. */
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/core/base/fs_confine.h"
 #include "test/unit/runtime/ckpt_dir_testlib.h"
 
 /* The names in dir, sorted, joined by spaces, into buf. */
@@ -293,6 +298,43 @@ START_TEST(test_commit_refusals) {
 }
 END_TEST
 
+START_TEST(test_confined) {
+  char root[IO_PATH_MAX], out[IO_PATH_MAX], buf[512], p[IO_PATH_MAX], q[IO_PATH_MAX];
+  io_tmpdir(root, sizeof root);
+  io_tmpdir(out, sizeof out);
+  tf_fs_policy *pol = tf__fs_policy_new("nothing");
+  tf_status st;
+  ck_assert_msg(tf__fs_policy_add(pol, root, "checkpoint_dir", true, &st) == TF_OK, "%s", st.msg);
+  tf__fs_policy_install(pol);
+  io_path(p, root, "jobs");
+  io_path(q, p, "run1");
+  cd_save(q, 10, 2);
+  cd_save(q, 20, 2);
+  ck_assert_str_eq(listing(q, buf, sizeof buf), "checkpoint ckpt-10 ckpt-20");
+  tf_ckpt_manifest m;
+  char *note = NULL, *ck = NULL;
+  ck_assert_msg(tf_ckpt_latest(q, &m, &note, &st) == TF_OK, "%s", st.msg);
+  ck_assert_int_eq(m.step, 20);
+  cd_expect_whole(&m);
+  tf_ckpt_manifest_fini(&m);
+  /* outside, through a link, and by '..' */
+  io_path(p, root, "link");
+  ck_assert_int_eq(symlink(out, p), 0);
+  char *esc = tf__xasprintf("%s/../%s", root, strrchr(out, '/') + 1);
+  const char *bad[] = {out, p, esc};
+  for (int i = 0; i < 3; i++) {
+    ck_assert_msg(tf_ckpt_begin(bad[i], 30, &ck, &st) == TF_PERMISSION_DENIED, "%s: %s", bad[i], st.msg);
+    ck_assert_msg(strstr(st.msg, "checkpoint_dir: ") && strstr(st.msg, "this cluster allows"),
+                  "%s", st.msg);
+  }
+  ck_assert_str_eq(listing(out, buf, sizeof buf), "");
+  tf__fs_policy_install(NULL);
+  free(esc);
+  io_tmpdir_remove(out);
+  io_tmpdir_remove(root);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("ckpt_dir");
   TCase *tc = tcase_create("core");
@@ -303,6 +345,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_begin_cleans_and_refuses);
   tcase_add_test(tc, test_commit_refusals);
   tcase_add_test(tc, test_truncate);
+  tcase_add_test(tc, test_confined);
   suite_add_tcase(s, tc);
   return s;
 }

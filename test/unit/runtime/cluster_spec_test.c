@@ -5,13 +5,17 @@
  * name, loading from a file, and random valid
  * specs written out as YAML and read back, plus random corruptions of them
  * (never a crash; either a spec or a positioned error). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
+#include "lib/core/base/fs_confine.h"
 #include "lib/runtime/cluster_spec.h"
+#include "lib/runtime/cluster_spec_confine.h"
 #include "test/unit/testutil.h"
 
 static tf_cluster_spec *parse_ok(const char *text) {
@@ -711,6 +715,81 @@ START_TEST(test_metrics_section) {
 }
 END_TEST
 
+/* data_dirs and ops.allow: parsed, anchored beside the file, errors at
+ * file:line:col; the policy built from them reads data_dirs, writes only
+ * checkpoint_dir (made when missing), and with neither allows nothing. */
+START_TEST(test_confine_keys) {
+  tf_status st;
+  tf_status_init(&st);
+  tf_cluster_spec *s = parse_ok("jobs: {master: [h:1]}\ndata_dirs: [/srv/a, b]\n"
+                                "ops: {allow: [_Recv, MatMul]}\n");
+  ck_assert_int_eq(s->n_data_dirs, 2);
+  ck_assert_str_eq(s->data_dirs[0], "/srv/a");
+  ck_assert_str_eq(s->data_dirs[1], "b");
+  ck_assert_int_eq(s->n_ops_allow, 2);
+  ck_assert_str_eq(s->ops_allow[0], "_Recv");
+  tf_cluster_spec_free(s);
+  s = parse_ok("jobs: {master: [h:1]}\ndata_dirs: /srv/one\nops: {}\n");
+  ck_assert_int_eq(s->n_data_dirs, 1);
+  ck_assert_int_eq(s->n_ops_allow, 0);
+  tf_cluster_spec_free(s);
+  ck_assert_str_eq(parse_msg("jobs: {master: [h:1]}\nops: {allow: [MatMul, NoSuchOp]}\n", &st),
+                   "d.yaml:2:23: ops.allow: unknown op 'NoSuchOp' (no op of that name is "
+                   "registered in this program)");
+  ck_assert_str_eq(parse_msg("jobs: {master: [h:1]}\nops: {deny: [MatMul]}\n", &st),
+                   "d.yaml:2:7: ops: unknown key 'deny' in 'ops' (expected allow)");
+  ck_assert_ptr_nonnull(strstr(parse_msg("jobs: {master: [h:1]}\ndata_dirs: ['']\n", &st),
+                               "d.yaml:2:13: data_dirs: expected a directory"));
+  /* relative entries are anchored beside the file; the policy opens them */
+  char dir[] = "/tmp/tf_cluster_spec_test_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[128], data[128], ck[128];
+  snprintf(path, sizeof path, "%s/c.yaml", dir);
+  snprintf(data, sizeof data, "%s/data", dir);
+  snprintf(ck, sizeof ck, "%s/ck/pt", dir);
+  ck_assert_int_eq(mkdir(data, 0755), 0);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("jobs: {master: [h:1]}\ndata_dirs: [data]\ncheckpoint_dir: ck/pt\n", f);
+  fclose(f);
+  ck_assert_msg(tf_cluster_spec_load(path, &s, &st) == TF_OK, "%s", st.msg);
+  ck_assert_str_eq(s->data_dirs[0], data);
+  tf_fs_policy *p = NULL;
+  ck_assert_msg(tf_cluster_fs_policy(s, &p, &st) == TF_OK, "%s", st.msg);
+  struct stat sb;
+  ck_assert_int_eq(stat(ck, &sb), 0); /* made */
+  tf__fs_policy_install(p);
+  char w[160];
+  snprintf(w, sizeof w, "%s/x", data);
+  ck_assert_int_lt(tf__fs_open(w, O_WRONLY | O_CREAT, 0644), 0);
+  ck_assert(tf__fs_take_denial(&st));
+  ck_assert_msg(strstr(st.msg, "read-only") && strstr(st.msg, "data_dirs"), "%s", st.msg);
+  snprintf(w, sizeof w, "%s/x", ck);
+  int fd = tf__fs_open(w, O_WRONLY | O_CREAT, 0644);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  tf__fs_policy_install(NULL);
+  tf_cluster_spec_free(s);
+  /* a data directory that is missing stops the policy, naming it */
+  s = parse_ok("jobs: {master: [h:1]}\ndata_dirs: [/nonexistent/tf-data]\n");
+  ck_assert_int_eq(tf_cluster_fs_policy(s, &p, &st), TF_NOT_FOUND);
+  ck_assert_msg(strstr(st.msg, "data_dirs '/nonexistent/tf-data'"), "%s", st.msg);
+  tf_cluster_spec_free(s);
+  /* neither key: nothing may be opened */
+  s = parse_ok("jobs: {master: [h:1]}\n");
+  ck_assert_int_eq(tf_cluster_fs_policy(s, &p, &st), TF_OK);
+  tf__fs_policy_install(p);
+  ck_assert_int_lt(tf__fs_open(path, O_RDONLY, 0), 0);
+  ck_assert(tf__fs_take_denial(&st));
+  ck_assert_msg(strstr(st.msg, "sets neither data_dirs nor checkpoint_dir"), "%s", st.msg);
+  tf__fs_policy_install(NULL);
+  tf_cluster_spec_free(s);
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("cluster_spec");
   TCase *tc = tcase_create("core");
@@ -725,6 +804,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_load_file);
   tcase_add_test(tc, test_duplicate_addresses);
   tcase_add_test(tc, test_metrics_section);
+  tcase_add_test(tc, test_confine_keys);
   tcase_add_test(tc, test_random_round_trip);
   tcase_add_test(tc, test_random_corruption);
   suite_add_tcase(s, tc);
