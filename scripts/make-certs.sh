@@ -1,5 +1,5 @@
 #!/bin/sh
-# make-certs.sh: certificates for a tls+tcp cluster (docs/security-tls.md).
+# make-certs.sh: certificates for a tls+tcp cluster (docs/security.md).
 #
 #   scripts/make-certs.sh [--expired] [--ca-name NAME] DIR HOST...
 #

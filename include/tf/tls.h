@@ -1,5 +1,5 @@
 /* tls.h: mutual TLS for a program's connections to a cluster on transport
- * tls+tcp (docs/security-tls.md): a remote session whose target is
+ * tls+tcp (docs/security.md): a remote session whose target is
  * "tls+tcp://host:port" (tf_session_options.target) presents the
  * certificate given here and trusts the servers the CA signed, checking
  * each server's certificate against the host name it dials. */

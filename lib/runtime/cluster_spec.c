@@ -559,7 +559,7 @@ static tf_code check_tls(ctx *c, const yaml_node_t *root, const yaml_node_t *tra
   if (tls && tls_node == NULL) {
     return err(c, transport != NULL ? transport : root, "transport", "tls+tcp "
                "needs a 'tls:' section with ca_file and cert_key_file "
-               "(docs/security-tls.md)");
+               "(docs/security.md)");
   }
   if (!tls && tls_node != NULL) {
     return err(c, tls_node, "tls", "a 'tls:' section needs transport: tls+tcp "

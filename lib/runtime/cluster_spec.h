@@ -52,7 +52,7 @@
  *     readonly_key_file: keys/readonly.key # clients: health, status, jobs
  *     window_ms: 30000             # request timestamps this close to the clock
  *   tls:                           # required with transport tls+tcp, refused
- *                                  # otherwise (docs/security-tls.md)
+ *                                  # otherwise (docs/security.md)
  *     ca_file: certs/ca.crt        # the cluster CA (PEM): peers must present
  *                                  # a certificate it signed
  *     cert_key_file: certs/h1.pem  # this daemon's certificate chain and key

@@ -34,7 +34,7 @@ START_TEST(test_section_checked) {
   tf_status st;
   ck_assert_str_eq(parse_msg(TLS_JOBS, &st),
                    "d.yaml:1:12: transport: tls+tcp needs a 'tls:' section with "
-                   "ca_file and cert_key_file (docs/security-tls.md)");
+                   "ca_file and cert_key_file (docs/security.md)");
   ck_assert_str_eq(parse_msg("jobs: {master: ['h:1']}\ntls: {ca_file: a, cert_key_file: b}\n",
                              &st),
                    "d.yaml:2:6: tls: a 'tls:' section needs transport: tls+tcp (the "
