@@ -12,20 +12,21 @@ _tfctl() {
   case $prev in
     -c|--config) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --out|--run-dir) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
+    --cert|--ca) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --format) COMPREPLY=($(compgen -W "yaml dot" -- "$cur")); return ;;
     -m|--master|--timeout-ms|--fetch|--target|--feed|-n|--interval|--export) return ;;
   esac
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
-      -c|--config|-m|--master|--timeout-ms|--fetch|--target|--feed|--out|--format|--run-dir|-n|--interval|--only) ((i++)) ;;
+      -c|--config|-m|--master|--timeout-ms|--fetch|--target|--feed|--out|--format|--run-dir|-n|--interval|--only|--cert|--ca) ((i++)) ;;
       --export) ((i += 2)) ;;
       -*) ;;
       *) cmd=${words[i]}; break ;;
     esac
   done
   if [[ $cur == -* ]]; then
-    local opts="-c --config -m --master --timeout-ms -h --help --version"
+    local opts="-c --config -m --master --timeout-ms --cert --ca -h --help --version"
     case $cmd in
       run) opts="$opts --fetch --feed --target --out" ;;
       graph) opts="$opts --format --placed" ;;

@@ -392,8 +392,12 @@ static tf_code op_status(tf_rpc_client *c, int method, int64_t timeout_ms,
     char why[160] = "";
     if (atomic_load(&c->pipes) <= 0) {
       char reason[128];
+      int tls_rv = c->tls != NULL ? atomic_load(&c->tls_rv) : 0;
+      bool fresh = tf__now_ns() - atomic_load(&c->tls_probe_ns) < 2000000000;
       if (probe && tf__rpc_probe(c->url, reason, sizeof reason) && reason[0] != '\0') {
         snprintf(why, sizeof why, " (not connected: %s)", reason);
+      } else if (tls_rv != 0 && fresh) { /* tls+tcp: the last probe's reason */
+        snprintf(why, sizeof why, " (not connected: %s)", nng_strerror(tls_rv));
       } else {
         snprintf(why, sizeof why, " (not connected)");
       }

@@ -283,6 +283,13 @@ START_TEST(test_rpc_dial_now_fails_first_call_at_once) {
   tf_rpc_client_options o = {.url = url, .tls = k, .dial_now = true};
   ck_assert_int_eq(tf_rpc_client_open(&o, &c, &st), TF_UNAVAILABLE);
   ck_assert_msg(strstr(st.msg, "cannot connect to") != NULL, "%s", st.msg);
+  /* without dial_now a call times out, saying why it is not connected */
+  o.dial_now = false;
+  ck_assert_int_eq(tf_rpc_client_open(&o, &c, &st), TF_OK);
+  ck_assert_int_eq(call(c, 300, &st), TF_DEADLINE_EXCEEDED);
+  ck_assert_msg(strstr(st.msg, "no reply within 300 ms (not connected: Connection refused)") !=
+                    NULL, "%s", st.msg);
+  tf_rpc_client_free(c);
   tf_tls_config_free(k);
 }
 END_TEST
