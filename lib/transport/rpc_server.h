@@ -46,8 +46,10 @@ struct tf_rpc_call {
   uint32_t pipe;
   bool track;             /* runs a request id: its reply is recorded */
   bool counted;           /* given to the handler: counts as served */
-  int method;             /* of the request, kept for logs after req is freed */
-  uint64_t request_id, step_id;
+  /* Of the request, kept for logs after req is freed; atomic: stop's log
+   * reads them from another thread. */
+  _Atomic int method;
+  _Atomic uint64_t request_id, step_id;
   int64_t start_ns;
   const struct tf__peer_metrics *peer; /* the requester's series; NULL until admitted */
   /* A retry waiting for its original (under the retry table's lock). */
