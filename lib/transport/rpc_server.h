@@ -120,6 +120,8 @@ nng_msg *tf__retry_wake(tf__retry *d, tf__rpc_call *call, const char *url,
 /* Wakes every waiting retry and makes later ones answer at once with
  * UNAVAILABLE (the server is stopping). */
 void tf__retry_stop(tf__retry *d);
+/* Bytes of the replies retained now (at most 64 MiB). */
+size_t tf__retry_retained_bytes(tf__retry *d);
 
 /* ---- connections (rpc_conn.c) ------------------------------------------- */
 
