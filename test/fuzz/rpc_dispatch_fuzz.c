@@ -247,8 +247,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   snprintf(yaml, sizeof yaml,
            "cluster: fuzz\ntransport: inproc\n"
            "jobs:\n  master: [fz-master-%d]\n  worker: [fz-worker-%d]\n"
-           "timeouts: {rpc_ms: 1000, registration_ms: 500, step_ms: 2000, heartbeat_ms: 100,"
-           " down_after_ms: 1000, step_ttl_ms: 2000}\n"
+           "timeouts: {rpc_ms: 1000, registration_ms: 2000, step_ms: 2000, heartbeat_ms: 100,"
+           " down_after_ms: 5000, step_ttl_ms: 2000}\n"
            "threads: {inter_op: 2, rpc: 4}\nmax_message_mb: 4\n"
            "limits: {max_pushed_mb: 4, max_graphs: 64, max_sessions: 16, max_steps: 16,"
            " max_connections: 16, session_ttl_ms: 3000}\nlog_level: err\n",
