@@ -604,10 +604,10 @@ static void find_targets(nf *f) {
 }
 
 /* Whether t answers GetStatus within 5 s, in up to four attempts. In one
- * of the first four 120 s runs the single attempt then made to the ps
- * right after the attack failed with "Connection reset" (cause not found;
- * the three runs after it answered at once); a failed attempt is printed,
- * so a daemon that needed a retry shows in the output. */
+ * of six 120 s runs the single attempt then made to the ps right after
+ * the attack failed with "Connection reset" (cause not found); a failed
+ * attempt is printed, so a daemon that needed a retry shows in the
+ * output. */
 static bool answers_status(th_task *t) {
   static const int wait_ms[] = {0, 200, 800, 4000};
   for (int i = 0; i < 4; i++) {
