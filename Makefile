@@ -333,10 +333,15 @@ $(BUILD)/tools/%: tools/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LINK_TF) $(LDLIBS)
 
-# Fuzz harnesses (clang + libFuzzer): make fuzz FUZZ_TIME=20
+# Fuzz harnesses (clang + libFuzzer): make fuzz FUZZ_TIME=20; then the
+# network fuzz test (test/integration/netfuzz_test.c, 30 s in make check)
+# against running daemons for NETFUZZ_TIME seconds.
 FUZZ_TIME ?= 10
+NETFUZZ_TIME ?= 300
 fuzz:
 	@scripts/run-fuzz.sh $(FUZZ_TIME)
+	@$(MAKE) --no-print-directory $(CMD_BINS) $(BUILD)/test/integration/netfuzz_test
+	@NETFUZZ_SECS=$(NETFUZZ_TIME) CK_FORK=no $(BUILD)/test/integration/netfuzz_test
 
 # install: PREFIX (default /usr/local) and the GNU directory variables below
 # may be overridden; DESTDIR stages the tree elsewhere (packaging, tests).

@@ -7,7 +7,9 @@
 # build/fuzz/corpus/<name>/ and grows across runs. A crash leaves its input
 # in build/fuzz/artifacts/ and makes the script exit non-zero. A harness
 # uses test/fuzz/<name>.dict when there is one (the msg_* harnesses of the
-# message bodies share test/fuzz/msg.dict).
+# message bodies share test/fuzz/msg.dict). The rpc_* harnesses run the
+# services in process and link all of lib/ whole (the CPU kernels register
+# from constructors).
 #
 #   scripts/run-fuzz.sh [seconds] [name...]    e.g. scripts/run-fuzz.sh 60 npy
 set -euo pipefail
@@ -89,7 +91,11 @@ for name in "${NAMES[@]}"; do
   src=test/fuzz/${name}_fuzz.c
   bin=$OUT/bin/${name}_fuzz
   echo "== $name: building"
-  "$CC" $BASE -fsanitize=fuzzer,$SAN "$src" $LINK_TF $LIBS -o "$bin"
+  link=$LINK_TF
+  if [[ $name == rpc_* ]]; then # the services run graphs: every CPU kernel
+    link="-Wl,--whole-archive $OUT/libtf_fuzz_core.a $OUT/libtf_fuzz_rest.a -Wl,--no-whole-archive"
+  fi
+  "$CC" $BASE -fsanitize=fuzzer,$SAN "$src" $link $LIBS -o "$bin"
   corpus=$OUT/corpus/$name
   mkdir -p "$corpus"
   for seeds in "$OUT/seeds/$name" "test/fuzz/corpus/$name"; do

@@ -67,6 +67,7 @@ typedef struct ms_session {
   uint64_t handle;
   pthread_mutex_t mu;  /* graph and cache */
   tf_graph *g;
+  size_t graph_bytes;  /* msgpack bytes of g's nodes as sent: <= max_message_bytes */
   tf__strmap cache;    /* signature -> ms_prepared */
   /* Where each node with state (a "container" attr: variables, queues,
    * accumulators, readers) lives, from placing the whole graph (name ->

@@ -116,6 +116,7 @@ nng_msg *tf__ms_create_session(tf_master *m, const tf_wire_msg *req, tf_status *
     tf__ms_session_destroy(s);
     return NULL;
   }
+  s->graph_bytes = rq.has_graph ? rq.graph_len : 0;
   char key[24];
   pthread_mutex_lock(&m->mu);
   if (m->n_sessions >= m->spec->max_sessions) { /* others got in meanwhile */
@@ -151,7 +152,20 @@ nng_msg *tf__ms_extend_session(tf_master *m, const tf_wire_msg *req, tf_status *
   ms_session *s = tf__ms_session_get(m, req->h.session, st);
   if (s == NULL) return NULL;
   pthread_mutex_lock(&s->mu);
-  tf_code rc = add_nodes(m, s->g, rq.graph, rq.graph_len, "ExtendSession", st);
+  tf_code rc;
+  size_t max = (size_t)m->spec->max_message_bytes;
+  if (s->graph_bytes > max || rq.graph_len > max - s->graph_bytes) {
+    /* Else repeated ExtendSessions would grow the master without bound. */
+    rc = tf_status_set(st, TF_RESOURCE_EXHAUSTED,
+                       "ExtendSession: session %016llx's graph would grow to %zu "
+                       "bytes, over max_message_mb (%lld bytes, %s): a session's "
+                       "graph may be no larger than one message",
+                       (unsigned long long)s->handle, s->graph_bytes + rq.graph_len,
+                       (long long)m->spec->max_message_bytes, m->spec->path);
+  } else {
+    rc = add_nodes(m, s->g, rq.graph, rq.graph_len, "ExtendSession", st);
+    s->graph_bytes += rc == TF_OK ? rq.graph_len : 0;
+  }
   pthread_mutex_unlock(&s->mu);
   tf__ms_session_put(m, s);
   return rc == TF_OK ? tf__ms_empty_reply(m, req, st) : NULL;

@@ -816,7 +816,8 @@ uint64_t tf_rpc_server_rejected(const tf_rpc_server *s) {
 
 void tf_rpc_server_get_stats(const tf_rpc_server *s, tf_rpc_server_stats *out) {
   *out = (tf_rpc_server_stats){.served = atomic_load(&s->served),
-                               .rejected = atomic_load(&s->rejected)};
+                               .rejected = atomic_load(&s->rejected),
+                               .retained_bytes = tf__retry_retained_bytes(s->retry)};
   for (int i = 0; i < s->n; i++) {
     int state = atomic_load(&s->slots[i].state);
     out->calls += state == TF__SLOT_SERVE || state == TF__SLOT_WAIT ||

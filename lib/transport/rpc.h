@@ -171,6 +171,7 @@ typedef struct tf_rpc_server_stats {
   int connections;            /* open now */
   uint64_t connections_refused;  /* closed at once: max_connections reached */
   uint64_t connections_idle_closed;
+  uint64_t retained_bytes;    /* replies kept for retries (at most 64 MiB) */
 } tf_rpc_server_stats;
 void tf_rpc_server_get_stats(const tf_rpc_server *s, tf_rpc_server_stats *out);
 

@@ -1,7 +1,8 @@
 /* rpc_retry.c: the RPC server's retry table. Request ids are executed
  * once: the table keeps the replies of the last 1024 finished ids (up to
- * 1 MiB each) so that a retry of a finished request is answered without
- * running twice, and a retry of a running request waits -- holding its
+ * 1 MiB each, 64 MiB in all: past that the oldest replies are dropped and
+ * their ids still remembered) so that a retry of a finished request is
+ * answered without running twice, and a retry of a running request waits -- holding its
  * context, never a thread -- by sleeping on its call's aio until the
  * original finishes (which cancels the sleep) or the retry's own deadline
  * passes. Waiting retries hold a reference on their entry, so eviction
@@ -16,12 +17,14 @@
 #define KEEP 1024            /* finished ids remembered */
 #define BUCKETS 4096
 #define MAX_RETAINED (1 << 20) /* bytes of a retained reply */
+#define MAX_RETAINED_TOTAL (64 << 20) /* bytes of every retained reply */
 #define RETRY_WAIT_MS 30000  /* a retry without a deadline waits this */
 
 struct tf__retry_entry {
   uint64_t id;
   int method;
   bool done;
+  bool dropped;            /* its reply was retained, then dropped for the total */
   tf__refcount refs;       /* the table's until evicted, and one per waiting retry */
   nng_msg *reply;          /* retained copy; NULL if too large */
   size_t reply_len;
@@ -35,6 +38,8 @@ struct tf__retry {
   tf__retry_entry *bucket[BUCKETS];
   tf__retry_entry *ring[KEEP]; /* finished entries, oldest at head */
   int head, count;
+  size_t retained;         /* bytes of the replies the ring's entries keep */
+  int oldest_kept;         /* ring index (from head) before which none keeps one */
 };
 
 tf__retry *tf__retry_new(void) {
@@ -79,6 +84,10 @@ static void evict_oldest(tf__retry *d) {
   tf__retry_entry *e = d->ring[d->head];
   d->head = (d->head + 1) % KEEP;
   d->count--;
+  d->oldest_kept = TF_MAX(d->oldest_kept - 1, 0);
+  if (e->reply != NULL) {
+    d->retained -= e->reply_len; /* freed with e, maybe after a waking retry */
+  }
   *slot_of(d, e->id) = e->next;
   if (tf__ref_drop(&e->refs)) { /* else the last waking retry frees it */
     entry_free(e);
@@ -96,7 +105,14 @@ static nng_msg *answer(const tf__retry_entry *e, const tf_wire_header *h,
     return NULL;
   }
   nng_msg *m = NULL;
-  if (e->reply == NULL) {
+  if (e->reply == NULL && e->dropped) {
+    tf_status_set(st, TF_ABORTED,
+                  "%s request %llu already ran; its %zu-byte reply is no "
+                  "longer retained for a retry (the replies retained hold at "
+                  "most %d MiB)",
+                  tf_method_name(h->method), (unsigned long long)h->request_id,
+                  e->reply_len, MAX_RETAINED_TOTAL >> 20);
+  } else if (e->reply == NULL) {
     tf_status_set(st, TF_ABORTED,
                   "%s request %llu already ran; its %zu-byte reply was too "
                   "large to retain for a retry",
@@ -198,6 +214,23 @@ nng_msg *tf__retry_wake(tf__retry *d, tf__rpc_call *call, const char *url,
   return m;
 }
 
+/* Under d->mu: drops the oldest retained replies until the rest hold at
+ * most MAX_RETAINED_TOTAL bytes (their ids stay: a retry is refused, never
+ * run twice). The newest entry's reply is never dropped (it is at most
+ * MAX_RETAINED). */
+static void drop_oldest_replies(tf__retry *d) {
+  while (d->retained > MAX_RETAINED_TOTAL && d->oldest_kept < d->count - 1) {
+    tf__retry_entry *e = d->ring[(d->head + d->oldest_kept) % KEEP];
+    d->oldest_kept++;
+    if (e->reply != NULL) {
+      d->retained -= e->reply_len;
+      nng_msg_free(e->reply);
+      e->reply = NULL;
+      e->dropped = true;
+    }
+  }
+}
+
 void tf__retry_finish(tf__retry *d, uint64_t id, const nng_msg *reply) {
   nng_msg *keep = NULL;
   size_t len = nng_msg_len(reply);
@@ -219,7 +252,18 @@ void tf__retry_finish(tf__retry *d, uint64_t id, const nng_msg *reply) {
   }
   d->ring[(d->head + d->count) % KEEP] = e;
   d->count++;
+  if (keep != NULL) {
+    d->retained += len;
+    drop_oldest_replies(d);
+  }
   pthread_mutex_unlock(&d->mu);
+}
+
+size_t tf__retry_retained_bytes(tf__retry *d) {
+  pthread_mutex_lock(&d->mu);
+  size_t n = d->retained;
+  pthread_mutex_unlock(&d->mu);
+  return n;
 }
 
 void tf__retry_stop(tf__retry *d) {

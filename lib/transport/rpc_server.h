@@ -48,8 +48,10 @@ struct tf_rpc_call {
   uint32_t pipe;
   bool track;             /* runs a request id: its reply is recorded */
   bool counted;           /* given to the handler: counts as served */
-  int method;             /* of the request, kept for logs after req is freed */
-  uint64_t request_id, step_id;
+  /* Of the request, kept for logs after req is freed; atomic: stop's log
+   * reads them from another thread. */
+  _Atomic int method;
+  _Atomic uint64_t request_id, step_id;
   int64_t start_ns;
   const struct tf__peer_metrics *peer; /* the requester's series; NULL until admitted */
   tf_auth_ctx auth;       /* who signed the request (key -1: unsigned); the reply is signed alike */
@@ -139,6 +141,8 @@ nng_msg *tf__retry_wake(tf__retry *d, tf__rpc_call *call, const char *url,
 /* Wakes every waiting retry and makes later ones answer at once with
  * UNAVAILABLE (the server is stopping). */
 void tf__retry_stop(tf__retry *d);
+/* Bytes of the replies retained now (at most 64 MiB). */
+size_t tf__retry_retained_bytes(tf__retry *d);
 
 /* ---- connections (rpc_conn.c) ------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /* gen_corpus.c: writes seed inputs for the fuzz harnesses: valid .npy and
  * tensor msgpack encodings of every dtype in several shapes, graphs
  * with every attr type in msgpack and YAML, message bodies for the
- * msg_* harnesses (msg_seeds.h), and checkpoint shards, manifests and
+ * msg_* harnesses (msg_seeds.h), whole requests for rpc_dispatch
+ * (dispatch_seeds.h), and checkpoint shards, manifests and
  * pointer files (each behind the harness's mode byte). Usage: gen_corpus DIR (writes
  * DIR/<harness>/seed_<n>). Built and run by scripts/run-fuzz.sh. */
 #include <math.h>
@@ -15,6 +16,7 @@
 #include "lib/core/serialize/ckpt_shard.h"
 #include "lib/runtime/ckpt_dir.h"
 #include "tf/tf.h"
+#include "test/fuzz/dispatch_seeds.h"
 #include "test/fuzz/msg_seeds.h"
 
 static const char *out_dir;
@@ -226,6 +228,7 @@ int main(int argc, char **argv) {
   tensors();
   graphs();
   msg_seeds(put);
+  dispatch_seeds(put);
   checkpoints();
   return 0;
 }

@@ -182,6 +182,59 @@ START_TEST(master_refuses_duplicate_extend) {
 }
 END_TEST
 
+/* A session's graph may grow by ExtendSession only up to max_message_mb in
+ * all (msgpack bytes as sent): past that RESOURCE_EXHAUSTED naming the
+ * limit, and the session keeps working. Before, each ExtendSession could
+ * add up to a message's worth of nodes, without end. */
+START_TEST(extend_session_capped_at_max_message) {
+  tf_cluster_spec *spec = rt2_spec(1, 4000, 5000);
+  spec->max_message_bytes = 1 << 20;
+  tf_worker *ps = NULL, *wk = NULL;
+  tf_master *mst = NULL;
+  tf_status st;
+  tf_status_init(&st);
+  ck_assert_msg(tf_worker_start(spec, "ps", 0, &ps, &st) == TF_OK, "%s", st.msg);
+  ck_assert_msg(tf_worker_start(spec, "worker", 0, &wk, &st) == TF_OK, "%s", st.msg);
+  ck_assert_msg(tf_master_start(spec, &mst, &st) == TF_OK, "%s", st.msg);
+  tf_rpc_client *m = rt2_client(spec, "master", 0);
+  tf_graph *g = const_graph();
+  tf_wire_writer *w = rt2_req(TF_M_CREATE_SESSION, 0, 0, 4000);
+  pack_graph_field(w, g);
+  tf_wire_msg *r = NULL;
+  ck_assert_msg(rt2_call(m, w, &r, &st) == TF_OK, "%s", st.msg);
+  uint64_t sid = 0;
+  ck_assert(tf_wire_get_u64(&r->body, "session", "reply", &sid, &st) == TF_OK);
+  tf_wire_msg_free(r);
+  /* Each extension: one Const of 300000 bytes (a graph of ~300 KB). */
+  tf_code rc = TF_OK;
+  int added = 0;
+  for (int i = 0; i < 8 && rc == TF_OK; i++) {
+    tf_graph *ext = tf_graph_new();
+    char name[16];
+    snprintf(name, sizeof name, "big%d", i);
+    rt_const(ext, name, NULL, tt_rand(TF_FLOAT32, tf_shape_of(1, 75000), -1, 1));
+    w = rt2_req(TF_M_EXTEND_SESSION, sid, 0, 4000);
+    pack_graph_field(w, ext);
+    rc = rt2_call(m, w, NULL, &st);
+    added += rc == TF_OK;
+    tf_graph_free(ext);
+  }
+  ck_assert_int_eq(added, 3); /* 3 x 300 KB fit in 1 MiB, a 4th does not */
+  ck_assert_int_eq(rc, TF_RESOURCE_EXHAUSTED);
+  ck_assert_msg(strstr(st.msg, "ExtendSession: session ") &&
+                    strstr(st.msg, "over max_message_mb (1048576 bytes, t2.yaml)"),
+                "%s", st.msg);
+  ck_assert_msg(run_step(m, sid, "big2", NULL, &st) == TF_OK, "%s", st.msg);
+  ck_assert_int_ne(run_step(m, sid, "big3", NULL, &st), TF_OK); /* not added */
+  tf_rpc_client_free(m);
+  tf_graph_free(g);
+  tf_master_free(mst);
+  tf_worker_free(wk);
+  tf_worker_free(ps);
+  tf_cluster_spec_free(spec);
+}
+END_TEST
+
 START_TEST(run_after_close_fails) {
   rt_cluster c;
   rt_start(&c, 2, 0, 3000);
@@ -244,6 +297,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, nodes_added_after_run_are_sent);
   tcase_add_test(tc, extend_defs_remote);
   tcase_add_test(tc, master_refuses_duplicate_extend);
+  tcase_add_test(tc, extend_session_capped_at_max_message);
   tcase_add_test(tc, run_after_close_fails);
   tcase_add_test(tc, unknown_session_aborted);
   suite_add_tcase(s, tc);

@@ -298,6 +298,40 @@ START_TEST(test_large_reply_not_retained) {
 }
 END_TEST
 
+/* Replies retained for retries hold at most 64 MiB: 100 finished requests
+ * with 1000000-byte replies (each under the 1 MiB per-reply limit) keep
+ * the newest 67; a retry of an older one is refused, not run again, and
+ * one of the newest still gets its reply. Before the cap the table kept
+ * up to 1024 such replies (1 GiB) whatever the server's limits. */
+START_TEST(test_retained_replies_capped_in_all) {
+  tf_rpc_server *s = rt_server("inproc://rpc_retained", 1, 0);
+  tf_rpc_client *c = rt_client("inproc://rpc_retained", 0);
+  enum { N = 100, BYTES = 1000000 };
+  uint64_t ids[N];
+  for (int i = 0; i < N; i++) {
+    ids[i] = tf_rpc_new_request_id();
+    tf_wire_msg_free(call_ok(c, rt_request(RT_BIG, ids[i], "bytes", BYTES)));
+  }
+  tf_rpc_server_stats stats;
+  tf_rpc_server_get_stats(s, &stats);
+  ck_assert_msg(stats.retained_bytes <= (64u << 20) && stats.retained_bytes > (60u << 20),
+                "retained %llu bytes", (unsigned long long)stats.retained_bytes);
+  tf_wire_msg *r = NULL;
+  tf_status st;
+  ck_assert_int_eq(tf_rpc_call(c, rt_request(RT_BIG, ids[0], "bytes", BYTES), 3000, &r, &st),
+                   TF_ABORTED);
+  ck_assert_msg(strstr(st.msg, "is no longer retained for a retry (the replies retained "
+                               "hold at most 64 MiB)"), "%s", st.msg);
+  ck_assert_int_eq(atomic_load(&rt_calls), N); /* refused, not run again */
+  r = call_ok(c, rt_request(RT_BIG, ids[N - 1], "bytes", BYTES));
+  ck_assert_int_eq(r->body.via.bin.size, BYTES);
+  tf_wire_msg_free(r);
+  ck_assert_int_eq(atomic_load(&rt_calls), N);
+  tf_rpc_client_free(c);
+  tf_rpc_server_stop(s);
+}
+END_TEST
+
 START_TEST(test_old_ids_are_forgotten_after_1024) {
   tf_rpc_server *s = rt_server("inproc://rpc_evict", 1, 0);
   tf_rpc_client *c = rt_client("inproc://rpc_evict", 0);
@@ -533,6 +567,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_handler_errors_cross_intact);
   tcase_add_test(tc, test_deadline_against_sleeping_handler);
   tcase_add_test(tc, test_same_request_id_runs_once);
+  tcase_add_test(tc, test_retained_replies_capped_in_all);
   tcase_add_test(tc, test_retry_of_running_request_waits);
   tcase_add_test(tc, test_retry_waits_only_up_to_its_deadline);
   tcase_add_test(tc, test_large_reply_not_retained);
