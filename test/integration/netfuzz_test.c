@@ -44,6 +44,7 @@
 #include "lib/core/framework/rendezvous.h"
 #include "lib/transport/tstream_frame.h"
 #include "test/fuzz/dispatch_seeds.h"
+#include "lib/transport/auth.h"
 #include "test/integration/harness.h"
 #include "test/integration/igraph.h"
 #include "test/unit/testutil.h"
@@ -550,7 +551,7 @@ static bool sanitizer_report(const char *path, char *line, size_t n) {
 
 /* ---- the test ----------------------------------------------------------- */
 
-static th_cluster *start_cluster(void) {
+static th_cluster *start_cluster(bool auth) {
 #ifdef __SANITIZE_ADDRESS__
   static char asan[512];
   const char *cur = getenv("ASAN_OPTIONS");
@@ -567,11 +568,30 @@ static th_cluster *start_cluster(void) {
   th_opts o = th_default_opts();
   o.step_ttl_ms = 3000;
   o.log_level = "notice";
-  o.extra_yaml = "max_message_mb: 8\n"
-                 "limits:\n  max_connections: 64\n  idle_connection_ms: 3000\n"
-                 "  max_pushed_mb: 16\n  max_graphs: 64\n  max_sessions: 16\n"
-                 "  max_steps: 16\n  session_ttl_ms: 5000\n";
+  o.extra_yaml = auth ? "max_message_mb: 8\n"
+                        "limits:\n  max_connections: 64\n  idle_connection_ms: 3000\n"
+                        "  max_pushed_mb: 16\n  max_graphs: 64\n  max_sessions: 16\n"
+                        "  max_steps: 16\n  session_ttl_ms: 5000\n"
+                        "auth: {key_file: cluster.key}\n"
+                      : "max_message_mb: 8\n"
+                        "limits:\n  max_connections: 64\n  idle_connection_ms: 3000\n"
+                        "  max_pushed_mb: 16\n  max_graphs: 64\n  max_sessions: 16\n"
+                        "  max_steps: 16\n  session_ttl_ms: 5000\n";
   th_cluster *c = th_cluster_new(&o);
+  if (auth) { /* the test signs with the cluster's key; the attackers do not */
+    static tf_auth *keyring;
+    char key[400];
+    snprintf(key, sizeof key, "%s/cluster.key", c->dir);
+    tf_status st;
+    TH_REQUIRE(c, tf_auth_key_file_generate(key, &st) == TF_OK, "%s", st.msg);
+    tf_auth_free(keyring);
+    TH_REQUIRE(c, tf_auth_new(30000, &keyring, &st) == TF_OK &&
+                      tf_auth_add_key_file(keyring, key, TF_AUTH_ROLE_TASK, &st) == TF_OK,
+               "%s", st.msg);
+    tf_auth_set_process(keyring);
+  } else {
+    tf_auth_set_process(NULL);
+  }
   TH_REQUIRE(c, th_start_all(c, 20000), "cluster start");
   return c;
 }
@@ -707,17 +727,18 @@ static void run_attack(nf *f, int64_t secs) {
   for (int i = 0; i < FUZZ_THREADS + 3; i++) pthread_join(th[i], NULL);
 }
 
-START_TEST(test_hostile_bytes) {
+/* The attack for secs seconds on a cluster with or without authentication
+ * (then every attacker's request is refused by the auth layer, and the
+ * test's own client signs with the cluster key). */
+static void hostile(bool auth, int64_t secs) {
   static nf f;
   memset(&f, 0, sizeof f);
   pthread_mutex_init(&f.mu, NULL);
   const char *env = getenv("NETFUZZ_SEED");
   f.seed = env != NULL ? strtoull(env, NULL, 0) : tt_seed();
-  env = getenv("NETFUZZ_SECS");
-  int64_t secs = env != NULL && atoll(env) > 0 ? atoll(env) : 30;
-  fprintf(stderr, "netfuzz: seed %llu (NETFUZZ_SEED), %lld s (NETFUZZ_SECS)\n",
-          (unsigned long long)f.seed, (long long)secs);
-  f.c = start_cluster();
+  fprintf(stderr, "netfuzz: seed %llu (NETFUZZ_SEED), %lld s (NETFUZZ_SECS), authentication %s\n",
+          (unsigned long long)f.seed, (long long)secs, auth ? "on" : "off");
+  f.c = start_cluster(auth);
   the_nf = &f;
   dispatch_seeds(put_rpc_seed);
   find_targets(&f);
@@ -751,6 +772,19 @@ START_TEST(test_hostile_bytes) {
   th_cluster_free(f.c);
   for (int i = 0; i < f.n_rpc; i++) free(f.rpc[i].b);
   for (int i = 0; i < f.n_tst; i++) free(f.tst[i].b);
+  tf_auth_set_process(NULL);
+}
+
+static int64_t secs_of(const char *var, int64_t dflt) {
+  const char *env = getenv(var);
+  return env != NULL && atoll(env) > 0 ? atoll(env) : dflt;
+}
+
+START_TEST(test_hostile_bytes) { hostile(false, secs_of("NETFUZZ_SECS", 30)); }
+END_TEST
+
+START_TEST(test_hostile_bytes_authenticated) {
+  hostile(true, secs_of("NETFUZZ_AUTH_SECS", 10));
 }
 END_TEST
 
@@ -759,8 +793,10 @@ Suite *tt_suite(void) {
   TCase *tc = tcase_create("daemons");
   const char *env = getenv("NETFUZZ_SECS");
   int secs = env != NULL && atoi(env) > 0 ? atoi(env) : 30;
-  tcase_set_timeout(tc, secs + (TH_SANITIZED ? 240 : 120));
+  secs += (int)secs_of("NETFUZZ_AUTH_SECS", 10);
+  tcase_set_timeout(tc, secs + (TH_SANITIZED ? 480 : 240));
   tcase_add_test(tc, test_hostile_bytes);
+  tcase_add_test(tc, test_hostile_bytes_authenticated);
   suite_add_tcase(s, tc);
   return s;
 }
