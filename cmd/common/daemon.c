@@ -386,6 +386,9 @@ tf_cluster_spec *tf_daemon_load_spec(const char *path) {
   return spec;
 }
 
+/* What tf_daemon_auth_note logs once the daemon serves. */
+static char auth_note[640];
+
 int tf_daemon_setup_auth(const tf_cluster_spec *spec, const char *job, int task,
                          tf_auth **out) {
   *out = NULL;
@@ -397,15 +400,23 @@ int tf_daemon_setup_auth(const tf_cluster_spec *spec, const char *job, int task,
     tf_log(LOG_ERR, "cannot start: %s", st.msg);
     return TF_EXIT_CONFIG;
   }
-  if (warning[0] != '\0') {
-    tf_log(LOG_WARNING, "%s", warning);
-  }
   if (*out != NULL) {
-    tf_log(LOG_INFO, "authentication on: %d key(s) from %s, requests within %lld ms",
-           tf_auth_n_keys(*out), spec->path, (long long)tf_auth_window_ms(*out));
+    snprintf(auth_note, sizeof auth_note,
+             "authentication on: %d key(s) from %s, requests within %lld ms%s%s",
+             tf_auth_n_keys(*out), spec->path, (long long)tf_auth_window_ms(*out),
+             warning[0] != '\0' ? "; " : "", warning);
+  } else {
+    snprintf(auth_note, sizeof auth_note, "%s", warning);
   }
   tf_auth_set_process(*out);
   return 0;
+}
+
+void tf_daemon_auth_note(void) {
+  if (auth_note[0] != '\0') {
+    tf_log(strncmp(auth_note, "authentication on", 17) == 0 ? LOG_INFO : LOG_WARNING, "%s",
+           auth_note);
+  }
 }
 
 int tf_daemon_setup_tls(const tf_cluster_spec *spec, const tf_daemon_args *a) {

@@ -128,6 +128,10 @@ void tf_daemon_confine_note(const tf_cluster_spec *spec);
  * has stopped. */
 int tf_daemon_setup_auth(const tf_cluster_spec *spec, const char *job, int task,
                          tf_auth **out);
+/* Logs what tf_daemon_setup_auth found (keys loaded, or the warning that
+ * the daemon is unauthenticated): called once the daemon has started, so a
+ * daemon that fails to start says only why. */
+void tf_daemon_auth_note(void);
 
 /* transport tls+tcp: loads the spec's CA and this daemon's certificate
  * (a->tls_cert_key, else tls.cert_key_file) and makes them the process's

@@ -64,6 +64,7 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_daemon_confine_note(spec);
+  tf_daemon_auth_note();
   char *url = tf_cluster_task_url(spec, "master", 0);
   tf_daemon d = {.prog = "tfmaster", .svc = m, .tick = tick,
                  .tick_ms = spec->heartbeat_ms > 0 ? spec->heartbeat_ms : 500,

@@ -73,6 +73,7 @@ int main(int argc, char **argv) {
     return TF_EXIT_CONFIG;
   }
   tf_daemon_confine_note(spec);
+  tf_daemon_auth_note();
   char *url = tf_cluster_task_url(spec, a.job, a.task);
   tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
                  .drain = drain, .free = release, .drain_ms = spec->drain_ms,

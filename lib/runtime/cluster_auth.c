@@ -136,7 +136,10 @@ tf_code tf_cluster_check_exposure(const tf_cluster_spec *s, const char *job, int
   warning[0] = '\0';
   const tf_cluster_job *j = tf_cluster_spec_job(s, job);
   bool net = strcmp(s->transport, "tcp") == 0 || strcmp(s->transport, "tls+tcp") == 0;
-  if (j == NULL || j->addrs == NULL || task < 0 || task >= j->n_tasks || !net) {
+  if (j == NULL || j->addrs == NULL || task < 0 || task >= j->n_tasks) {
+    return TF_OK; /* no such task: the caller says so */
+  }
+  if (!net) {
     if (s->auth_mode != TF_CLUSTER_AUTH_KEY) {
       snprintf(warning, n, "authentication is off (%s has no auth key): any local process "
                "that can reach this task may run graphs on it (docs/security.md)", s->path);
