@@ -1,5 +1,6 @@
-/* auth.c: keys, signatures and their checks (auth.h). HMAC-SHA256 and the
- * constant-time compare are OpenSSL's; nonces come from getrandom(2). */
+/* auth.c: keys, signatures and their checks (auth.h). HMAC-SHA256, the
+ * constant-time compare and the nonces (RAND_bytes) are OpenSSL's; keys
+ * come from getrandom(2). */
 #include "lib/transport/auth.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "lib/core/base/metrics.h"
 #include "lib/core/base/util.h"
@@ -29,6 +31,7 @@
 /* Nonces one generation of the replay cache holds at most: 3 generations
  * of 2^18 take at most 36 MiB. */
 #define REPLAY_PER_GEN (1u << 18)
+#define POOL_MAX 32 /* idle HMAC contexts kept per key */
 
 static const uint8_t MAGIC[4] = {'T', 'F', 'A', 1};
 
@@ -38,7 +41,13 @@ typedef struct auth_key {
   size_t n;
   tf_auth_role role;
   char name[256];
-  EVP_MAC_CTX *mac; /* keyed; each use works on a copy */
+  EVP_MAC_CTX *mac; /* keyed: the template of the contexts below */
+  /* Keyed contexts not in use (a cache, mutable also through a const
+   * keyring): a context is re-initialised with its key for each message
+   * instead of copied from the template, which would allocate. */
+  pthread_mutex_t pool_mu;
+  EVP_MAC_CTX *pool[POOL_MAX];
+  int n_pool;
 } auth_key;
 
 struct tf_auth {
@@ -123,6 +132,10 @@ void tf_auth_free(tf_auth *a) {
     return;
   }
   for (int i = 0; i < a->n_keys; i++) {
+    for (int j = 0; j < a->keys[i].n_pool; j++) {
+      EVP_MAC_CTX_free(a->keys[i].pool[j]);
+    }
+    pthread_mutex_destroy(&a->keys[i].pool_mu);
     EVP_MAC_CTX_free(a->keys[i].mac);
     OPENSSL_cleanse(a->keys[i].bytes, sizeof a->keys[i].bytes);
   }
@@ -179,6 +192,8 @@ tf_code tf_auth_add_key(tf_auth *a, const uint8_t *key, size_t n,
     k->mac = NULL;
     return tf_status_set(st, TF_INTERNAL, "cannot set up HMAC-SHA256 for key %s", name);
   }
+  pthread_mutex_init(&k->pool_mu, NULL);
+  k->n_pool = 0;
   a->n_keys++;
   return TF_OK;
 }
@@ -314,15 +329,29 @@ static uint64_t get_u64(const uint8_t *p) {
   return v;
 }
 
-/* HMAC(k, prefix[0..64) || msg[0..n)) into tag. */
-static void mac(const auth_key *k, const uint8_t *prefix, const uint8_t *msg, size_t n,
+/* HMAC(k, prefix[0..64) || msg[0..n)) into tag, on a pooled context. */
+static void mac(const auth_key *ck, const uint8_t *prefix, const uint8_t *msg, size_t n,
                 uint8_t *tag) {
-  EVP_MAC_CTX *c = EVP_MAC_CTX_dup(k->mac);
+  auth_key *k = (auth_key *)ck; /* the pool only */
+  pthread_mutex_lock(&k->pool_mu);
+  EVP_MAC_CTX *c = k->n_pool > 0 ? k->pool[--k->n_pool] : NULL;
+  pthread_mutex_unlock(&k->pool_mu);
+  if (c == NULL) {
+    c = EVP_MAC_CTX_dup(k->mac);
+    TF_ASSERT(c != NULL);
+  }
   size_t out = 0;
-  TF_ASSERT(c != NULL);
+  /* A NULL key re-initialises with the context's own key. */
+  TF_ASSERT(EVP_MAC_init(c, NULL, 0, NULL) == 1);
   EVP_MAC_update(c, prefix, TAG_OFF);
   EVP_MAC_update(c, msg, n);
   EVP_MAC_final(c, tag, &out, TAG_BYTES);
+  pthread_mutex_lock(&k->pool_mu);
+  if (k->n_pool < POOL_MAX) {
+    k->pool[k->n_pool++] = c;
+    c = NULL;
+  }
+  pthread_mutex_unlock(&k->pool_mu);
   EVP_MAC_CTX_free(c);
 }
 
@@ -342,7 +371,7 @@ void tf__auth_sign_at(const tf_auth *a, int key, const uint8_t *req_nonce,
   prefix[4] = req_nonce != NULL ? 1 : 0;
   memcpy(prefix + 8, k->id, TF_AUTH_KEY_ID_BYTES);
   put_u64(prefix + 16, (uint64_t)ts_ms);
-  TF_ASSERT(getrandom(prefix + 24, TF_AUTH_NONCE_BYTES, 0) == TF_AUTH_NONCE_BYTES);
+  TF_ASSERT(RAND_bytes(prefix + 24, TF_AUTH_NONCE_BYTES) == 1); /* OpenSSL's DRBG */
   if (req_nonce != NULL) {
     memcpy(prefix + 40, req_nonce, TF_AUTH_NONCE_BYTES);
   }
