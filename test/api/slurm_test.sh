@@ -192,13 +192,15 @@ check "tasks are on the three nodes' addresses" \
 
 scancel "$jid"
 state=""
-for _ in $(seq 1 200); do
+# The master may take up to drain_ms plus rpc_ms (a call of the running
+# job to a task that stopped first) to stop, more under a sanitizer: 60 s.
+for _ in $(seq 1 600); do
   state=$(scontrol show job "$jid" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
   case "$state" in CANCELLED|COMPLETED|FAILED|TIMEOUT) break ;; esac
   sleep 0.1
 done
 # The batch script waits for srun, which waits for the drained daemons.
-for _ in $(seq 1 100); do grep -q "srun exited" "$D/out/batch.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 300); do grep -q "srun exited" "$D/out/batch.out" 2>/dev/null && break; sleep 0.1; done
 echo "slurm_test: job $jid ended $state"
 check "scontrol show job ends CANCELLED" [ "$state" = CANCELLED ]
 for t in 0 1 2 3; do
