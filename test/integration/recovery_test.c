@@ -126,6 +126,10 @@ static th_cluster *cluster(char *root) {
   snprintf(extra, sizeof extra, "checkpoint_dir: %s\n", root);
   th_opts o = th_default_opts();
   o.rpc_threads = 8;
+  /* The master's SIGTERM checkpoints a running job within drain_ms: the
+   * step in flight and the checkpoint take several times longer under a
+   * sanitizer (seen over 1 s once under ASan in CI). */
+  o.drain_ms = TH_SANITIZED ? 5000 : 1000;
   o.extra_yaml = extra;
   th_cluster *c = th_cluster_new(&o);
   tj_write_idx(c, "train", N_TRAIN, 11u);
