@@ -324,7 +324,10 @@ int tf_daemon_run(tf_daemon *d) {
   tf_log(LOG_NOTICE, "ready (pid %ld)%s", (long)getpid(),
          n > 0 ? "; sent READY=1 to $NOTIFY_SOCKET" : "");
   uv_run(&d->loop, UV_RUN_DEFAULT);
+  uint64_t t_stop = uv_hrtime();
   tf_metrics_http_stop(d->metrics);
+  uint64_t ms_http = (uv_hrtime() - t_stop) / 1000000;
+  if (ms_http >= 500) tf_log(LOG_INFO, "stopping: the metrics server took %" PRIu64 " ms", ms_http);
   /* Free the service while the signal watchers still catch a second
    * SIGTERM; closing them restores the default action, so ignore the
    * signals right after. */

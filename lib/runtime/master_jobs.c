@@ -356,7 +356,10 @@ void tf__ms_jobs_stop(tf_master *m, int64_t timeout_ms) {
              "shutting down)", info.id);
       tf_job_suspend(jobs[i]);
     } else if (!tf_job_state_final(info.state)) {
+      /* Nothing can resume it: cancel it now rather than wait out the
+       * drain time for a job that will not end by itself. */
       tf_log(LOG_NOTICE, "job %s: stopping (the master is shutting down)", info.id);
+      tf_job_stop(jobs[i], 0);
     }
   }
   for (int i = 0; i < n; i++) { /* the suspended ones first */

@@ -23,11 +23,12 @@ build=${TF_BUILD:-build}
 bin="$root/$build/bin"
 checks=0
 failures=0
+failed=()
 
 check() { # check NAME COMMAND...
   checks=$((checks + 1))
   local name=$1; shift
-  if "$@"; then echo "ok   $name"; else failures=$((failures + 1)); echo "FAIL $name"; fi
+  if "$@"; then echo "ok   $name"; else failures=$((failures + 1)); failed+=("$name"); echo "FAIL $name"; fi
 }
 
 summary() {
@@ -215,6 +216,11 @@ if [ "$failures" -gt 0 ]; then
   for f in "$D"/out/tf-*.log; do echo "--- $f"; tail -n 15 "$f"; done
   tail -n 20 "$D/log/slurmctld.log"
 fi
+# When each daemon got SIGTERM, drained and stopped (printed at the end).
+stops=$(for f in "$D"/out/tf-*.log; do
+  t() { grep -m1 "$1" "$f" 2>/dev/null | grep -o 'T[0-9:.]*' | head -n 1 | tr -d T; }
+  echo "slurm_test: ${f##*/}: SIGTERM $(t 'received SIGTERM'), drained $(t 'drained in'), stopped $(t ': stopped')"
+done)
 
 scontrol shutdown >/dev/null 2>&1
 gone=0
@@ -231,5 +237,7 @@ left=$(for p in $(pgrep -f "$D|tfworker|tfmaster" 2>/dev/null); do
          grep -qs "$D" "/proc/$p/cmdline" && [ "$p" != $$ ] && echo "$p"; done | wc -l)
 check "nothing of the test is left running" [ "$left" = 0 ]
 echo "slurm_test: $(( $(date +%s) - t0 )) s from sbatch to teardown"
+echo "$stops"
+for n in "${failed[@]}"; do echo "slurm_test: failed: $n"; done
 summary
 [ "$failures" = 0 ]
