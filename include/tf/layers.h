@@ -169,6 +169,18 @@ TF_API tf_code tf_layer_dense(tf_layers *l, tf_output x, int64_t units,
                               const tf_initializer *bias_init, const char *name,
                               tf_output *out, tf_status *st);
 
+/* An LSTM over x [batch, time, in] (time and in known): *out = the last
+ * hidden state h [batch, units]. A dynamic loop (tf_while_loop over the
+ * time steps, not unrolled) carrying (t, h, c) from zeros; the input
+ * projection x·kernel + bias of every step is one MatMul before the loop.
+ * Gates in Keras's (and PyTorch's) order [i | f | g | o]:
+ *   z = x_t·kernel + h·recurrent_kernel + bias,
+ *   c' = sigmoid(f)*c + sigmoid(i)*tanh(g),  h' = sigmoid(o)*tanh(c').
+ * Variables kernel [in, 4*units] and recurrent_kernel [units, 4*units]
+ * (Glorot uniform), bias [4*units] (zeros). Scope "lstm". */
+TF_API tf_code tf_layer_lstm(tf_layers *l, tf_output x, int64_t units,
+                             const char *name, tf_output *out, tf_status *st);
+
 /* act(conv2d(x, kernel) + bias) for NHWC x [batch, h, w, cin] (cin
  * known), kernel [kernel_h, kernel_w, cin, filters], strides (stride_h,
  * stride_w), padding "SAME" or "VALID". Initializers as tf_layer_dense.
