@@ -1,4 +1,5 @@
-/* fashion_mnist.c: train an MLP or a CNN on Fashion-MNIST in one process.
+/* fashion_mnist.c: train an MLP, a CNN or an LSTM on Fashion-MNIST in one
+ * process.
  *
  * The graph reads the gzipped IDX files itself (an input pipeline of
  * readers and a shuffling queue filled by background threads), builds the
@@ -9,12 +10,15 @@
  * plain line is printed every few seconds. The last line is
  * `test_accuracy: X`.
  *
- *   fashion_mnist [--model mlp|cnn] [--epochs N] [--batch N] [--lr X]
+ *   fashion_mnist [--model mlp|cnn|lstm] [--epochs N] [--batch N] [--lr X]
  *                 [--seed N] [--data DIR] [--threads N]
  *
  * Defaults: MLP 784-256-128-10 (ReLU), batch 128, 15 epochs; CNN (conv
  * 5x5x32 SAME + ReLU + maxpool 2, conv 5x5x64 SAME + ReLU + maxpool 2,
- * dense 256 + ReLU, dense 10), batch 64, 5 epochs; Adam lr 1e-3, eps 1e-7.
+ * dense 256 + ReLU, dense 10), batch 64, 5 epochs; LSTM reading each image
+ * row by row (28 steps of 28 pixels, hidden 128, tf_layer_lstm: a dynamic
+ * loop) and dense 10 on its last hidden state, batch 128, 5 epochs; Adam
+ * lr 1e-3, eps 1e-7.
  * examples/fashion_mnist/torch_ref.py trains the same in PyTorch. */
 #include <math.h>
 #include <stdio.h>
@@ -61,7 +65,7 @@ static void die(const char *what, const tf_status *st) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: fashion_mnist [--model mlp|cnn] [--epochs N] "
+  fprintf(stderr, "usage: fashion_mnist [--model mlp|cnn|lstm] [--epochs N] "
                   "[--batch N] [--lr X] [--seed N] [--data DIR] [--threads N]\n");
   exit(2);
 }
@@ -91,9 +95,9 @@ static options parse(int argc, char **argv) {
     }
     i++;
   }
-  bool cnn = strcmp(o.model, "cnn") == 0;
-  if (!cnn && strcmp(o.model, "mlp") != 0) usage();
-  if (o.epochs < 0) o.epochs = cnn ? 5 : 15;
+  bool cnn = strcmp(o.model, "cnn") == 0, lstm = strcmp(o.model, "lstm") == 0;
+  if (!cnn && !lstm && strcmp(o.model, "mlp") != 0) usage();
+  if (o.epochs < 0) o.epochs = cnn || lstm ? 5 : 15;
   if (o.batch < 0) o.batch = cnn ? 64 : 128;
   if (o.epochs < 1 || o.batch < 1 || !(o.lr > 0)) usage();
   return o;
@@ -166,11 +170,10 @@ static void build_mlp(model *m, const options *o) {
   (void)o;
 }
 
-static void build_cnn(model *m, const options *o) {
+/* x [batch, 784] reshaped to dims[0..n). */
+static tf_output reshape_images(model *m, const int32_t *dims, int n) {
   tf_status st;
-  tf_layers *l = m->layers;
-  int32_t dims[4] = {-1, 28, 28, 1};
-  tf_tensor *shape = tf_tensor_vec_i32(4, dims);
+  tf_tensor *shape = tf_tensor_vec_i32(n, dims);
   tf_node_builder *b = tf_node_begin(m->g, "Const", "image_shape");
   tf_node_set_attr(b, "value", tf_attr_tensor(shape));
   tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_INT32));
@@ -182,6 +185,25 @@ static void build_cnn(model *m, const options *o) {
   tf_node_add_input(b, (tf_output){c, 0});
   tf_output h = {tf_node_finish(b, &st), 0};
   if (h.node == NULL) die("reshape", &st);
+  return h;
+}
+
+/* 28 rows of 28 pixels -> LSTM(128) -> the last h -> dense 10. */
+static void build_lstm(model *m, const options *o) {
+  tf_status st;
+  int32_t dims[3] = {-1, 28, 28};
+  tf_output h = reshape_images(m, dims, 3);
+  check(tf_layer_lstm(m->layers, h, 128, NULL, &h, &st), "lstm", &st);
+  check(tf_layer_dense(m->layers, h, 10, TF_ACT_NONE, true, NULL, NULL, "logits",
+                       &m->logits, &st), "dense", &st);
+  (void)o;
+}
+
+static void build_cnn(model *m, const options *o) {
+  tf_status st;
+  tf_layers *l = m->layers;
+  int32_t dims[4] = {-1, 28, 28, 1};
+  tf_output h = reshape_images(m, dims, 4);
   check(tf_layer_conv2d(l, h, 32, 5, 5, 1, 1, "SAME", TF_ACT_RELU, true, NULL, NULL, NULL,
                         &h, &st), "conv2d", &st);
   check(tf_layer_max_pool(l, h, 2, 2, 2, 2, "VALID", NULL, &h, &st), "max_pool", &st);
@@ -202,6 +224,8 @@ static void build(model *m, const options *o, char **files) {
   build_input(m, o, files);
   if (strcmp(o->model, "cnn") == 0) {
     build_cnn(m, o);
+  } else if (strcmp(o->model, "lstm") == 0) {
+    build_lstm(m, o);
   } else {
     build_mlp(m, o);
   }
