@@ -1,7 +1,8 @@
 /* executor_frame_test.c: frames and iterations as the executor runs them:
  * per-iteration tags in traces, fresh frames per outer iteration, loops
  * that run zero times, loop invariants that arrive late, iterations
- * deferred by parallel_iterations, and deadlines inside long loops.
+ * deferred by parallel_iterations, deadlines inside long loops, and peak
+ * memory bounded by parallel_iterations, not by the trip count.
  *
  * TestSlowIdentity (registered here) is async: a new thread copies its
  * input after a short sleep, so values arrive while iterations run. */
@@ -255,6 +256,68 @@ START_TEST(test_late_invariant_and_deferral) {
 }
 END_TEST
 
+/* acc += Sum(Tanh(x)) for the [32, 32] float invariant x: a 4 KiB tensor
+ * allocated and freed in every iteration. */
+static tf_code tanh_body(tf_graph *g, const tf_output *v, int n, const tf_output *inv,
+                         int n_inv, tf_output *next, void *arg, tf_status *st) {
+  next[0] = op(g, "inc", "Add", v[0], cnst_i64(g, 1), st);
+  tf_output y = op(g, "tanh", "Tanh", inv[1], (tf_output){NULL, 0}, st);
+  if (y.node == NULL || next[0].node == NULL) return st->code;
+  int32_t axes[2] = {0, 1};
+  tf_output ax = {tt_const(g, NULL, tf_tensor_vec_i32(2, axes)), 0};
+  next[1] = op(g, "acc", "Add", v[1], op(g, "sum", "Sum", y, ax, st), st);
+  return next[1].node ? TF_OK : st->code;
+}
+
+/* The CPU allocator's peak above its use before, over one Run of a loop
+ * of n iterations on x with window par; *acc gets the loop's result. */
+static int64_t loop_peak_bytes(tf_tensor *x, int64_t n, int par, float *acc) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_tensor_ref(x);
+  tf_output vars[2] = {cnst_i64(g, 0), {tt_const(g, NULL, tf_tensor_scalar_f32(0)), 0}};
+  tf_output inv[2] = {cnst_i64(g, n), {tt_const(g, NULL, x), 0}};
+  tf_output out[2];
+  ck_assert_msg(tf_while_loop(g, "loop", vars, 2, inv, 2, lt_inv, tanh_body, NULL, par, out,
+                              &st) == TF_OK, "%s", st.msg);
+  char fetch[256];
+  snprintf(fetch, sizeof fetch, "%s:%d", tf_node_name(out[1].node), out[1].index);
+  const char *f = fetch;
+  tf_session *s = tf_session_new(g, NULL, &st);
+  tf_allocator *a = tf_cpu_allocator();
+  tf_allocator_reset_peak(a);
+  int64_t base = tf_allocator_get_stats(a).bytes_in_use;
+  tf_tensor *r = NULL;
+  tf_run_options o = {.timeout_ms = 60000};
+  ck_assert_msg(tf_session_run(s, &o, NULL, NULL, 0, &f, &r, 1, NULL, 0, NULL, &st) == TF_OK,
+                "%s", st.msg);
+  int64_t peak = tf_allocator_get_stats(a).peak_bytes - base;
+  *acc = *(const float *)r->data;
+  tf_tensor_unref(r);
+  tf_session_free(s);
+  tf_graph_free(g);
+  return peak;
+}
+
+/* 20,000 iterations with window 8 peak at about what 200 do: the live
+ * iterations (and their tensors) are bounded by parallel_iterations. A
+ * window of 64 may hold more at once, but also a bounded amount. */
+START_TEST(test_memory_bounded_by_window) {
+  tt_rng_reseed(tt_seed() ^ 0x16u);
+  float a_small, a_large, a_wide;
+  tf_tensor *x = tt_rand(TF_FLOAT32, tf_shape_of(2, 32, 32), -1, 1);
+  int64_t small = loop_peak_bytes(x, 200, 8, &a_small);
+  int64_t large = loop_peak_bytes(x, 20000, 8, &a_large);
+  int64_t wide = loop_peak_bytes(x, 20000, 64, &a_wide);
+  tf_tensor_unref(x);
+  ck_assert_msg(large <= small + 8 * 4096, "peak %lld bytes for 20,000 iterations, %lld for 200",
+                (long long)large, (long long)small);
+  ck_assert_msg(wide <= 66 * 2 * 4096 + small, "window 64: peak %lld bytes", (long long)wide);
+  ck_assert_msg(large < 20000 * 4096 / 100, "peak %lld bytes", (long long)large);
+  ck_assert(a_large == a_wide);
+}
+END_TEST
+
 /* A loop of a million iterations stops at its deadline; the next Run of
  * a short loop on the same session works. */
 START_TEST(test_deadline_in_loop) {
@@ -305,6 +368,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_zero_iterations);
   tcase_add_test(tc, test_late_invariant_and_deferral);
   tcase_add_test(tc, test_deadline_in_loop);
+  tcase_add_test(tc, test_memory_bounded_by_window);
   suite_add_tcase(s, tc);
   return s;
 }
