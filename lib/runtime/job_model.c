@@ -93,6 +93,8 @@ static tf_code layer_vars(tf_job_vars *v, const tf_job_spec *s, int i,
     k = tf_shape_of(4, L->window[0], L->window[1], in[2], L->units);
   } else if (L->kind == TF_JOB_LAYER_EMBEDDING) {
     k = tf_shape_of(2, L->input_dim, L->units);
+  } else if (L->kind == TF_JOB_LAYER_LSTM) {
+    k = tf_shape_of(2, in[1], 4 * L->units);
   } else {
     return TF_OK;
   }
@@ -102,9 +104,15 @@ static tf_code layer_vars(tf_job_vars *v, const tf_job_spec *s, int i,
   bool emb = L->kind == TF_JOB_LAYER_EMBEDDING;
   tf_code code = add_var(v, emb ? "embeddings" : "kernel", k, dt,
                          &L->kernel_init, &v->of_layer[i][0], st);
+  bool lstm = L->kind == TF_JOB_LAYER_LSTM;
+  int recurrent; /* lstm: right after the kernel */
+  if (code == TF_OK && lstm) {
+    code = add_var(v, "recurrent_kernel", tf_shape_of(2, L->units, 4 * L->units), dt,
+                   &L->kernel_init, &recurrent, st);
+  }
   if (code == TF_OK && !emb && L->use_bias) {
-    code = add_var(v, "bias", tf_shape_of(1, L->units), dt, &L->bias_init,
-                   &v->of_layer[i][1], st);
+    code = add_var(v, "bias", tf_shape_of(1, (lstm ? 4 : 1) * L->units), dt,
+                   &L->bias_init, &v->of_layer[i][1], st);
   }
   tf_graph_pop_scope(v->g);
   return code;
@@ -237,6 +245,10 @@ static tf_code build_layer(tf_layers *l, const tf_job_vars *v,
                               st);
   } else if (L->kind == TF_JOB_LAYER_ACTIVATION) {
     tf_layer_activation(l, *x, L->activation, NULL, &y, st);
+  } else if (L->kind == TF_JOB_LAYER_LSTM) {
+    int k = v->of_layer[i][0];
+    y = tf__layers_lstm(l, *x, L->units, v->refs[k], v->refs[k + 1],
+                        v->refs[v->of_layer[i][1]], st);
   } else {
     y = kernel_layer(l, v, L, i, *x, st);
   }

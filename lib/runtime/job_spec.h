@@ -71,6 +71,7 @@ typedef enum tf_job_layer_kind {
   TF_JOB_LAYER_DROPOUT,
   TF_JOB_LAYER_EMBEDDING,
   TF_JOB_LAYER_ACTIVATION,
+  TF_JOB_LAYER_LSTM,
   TF_JOB_LAYER_KINDS
 } tf_job_layer_kind;
 
@@ -81,15 +82,16 @@ const char *tf_job_layer_kind_name(tf_job_layer_kind kind);
 typedef struct tf_job_layer {
   tf_job_layer_kind kind;
   char *name;             /* as given, else "dense", "dense_1", ... */
-  int64_t units;          /* dense units, conv2d filters, embedding
-                           * output_dim */
+  int64_t units;          /* dense and lstm units, conv2d filters,
+                           * embedding output_dim */
   int64_t input_dim;      /* embedding vocabulary */
   int window[2];          /* conv2d kernel_size, pool pool_size (h, w) */
   int strides[2];         /* conv2d and pools (h, w) */
   bool same_padding;      /* padding: same (else valid) */
   tf_activation activation; /* dense, conv2d, activation */
   bool use_bias;          /* dense, conv2d; default true */
-  tf_initializer kernel_init; /* dense/conv2d kernel, embedding table */
+  tf_initializer kernel_init; /* dense/conv2d kernel, embedding table,
+                               * lstm kernel and recurrent_kernel */
   tf_initializer bias_init;
   double rate;            /* dropout */
   int64_t seed;           /* dropout op seed; 0: the model's next */

@@ -13,7 +13,7 @@
 
 static const char *const kind_names[TF_JOB_LAYER_KINDS] = {
     "dense",   "conv2d",    "max_pool",  "avg_pool",
-    "flatten", "dropout",   "embedding", "activation"};
+    "flatten", "dropout",   "embedding", "activation", "lstm"};
 
 const char *tf_job_layer_kind_name(tf_job_layer_kind kind) {
   return kind >= 0 && kind < TF_JOB_LAYER_KINDS ? kind_names[kind] : "?";
@@ -45,10 +45,11 @@ static const unsigned kind_keys[TF_JOB_LAYER_KINDS] = {
     COMMON,
     COMMON | B(K_RATE) | B(K_SEED),
     COMMON | B(K_INPUT_DIM) | B(K_OUTPUT_DIM) | B(K_EMB_INIT),
-    COMMON | B(K_ACTIVATION)};
+    COMMON | B(K_ACTIVATION),
+    COMMON | B(K_UNITS) | B(K_KERNEL_INIT) | B(K_BIAS_INIT)};
 static const unsigned kind_required[TF_JOB_LAYER_KINDS] = {
     B(K_UNITS), B(K_FILTERS) | B(K_KERNEL_SIZE), 0, 0, 0, B(K_RATE),
-    B(K_INPUT_DIM) | B(K_OUTPUT_DIM), B(K_ACTIVATION)};
+    B(K_INPUT_DIM) | B(K_OUTPUT_DIM), B(K_ACTIVATION), B(K_UNITS)};
 
 /* Keys that do not apply to the kind, or required ones missing. */
 static tf_code check_keys(tf__spec *c, const yaml_node_t *m, const char *path,
@@ -157,8 +158,8 @@ static tf_code layer_fields(tf__spec *c, const yaml_node_t *m,
   TF_TRY(tf__spec_fields(c, m, path, layer_keys, K_COUNT, f));
   if (f[K_TYPE] == NULL) {
     return tf__spec_err(c, m, path, "a layer needs 'type' (dense, conv2d, "
-                        "max_pool, avg_pool, flatten, dropout, embedding or "
-                        "activation)");
+                        "max_pool, avg_pool, flatten, dropout, embedding, "
+                        "activation or lstm)");
   }
   int k;
   snprintf(p, sizeof p, "%s.type", path);
@@ -327,6 +328,19 @@ static tf_code infer(tf__spec *c, const yaml_node_t *m, const char *path,
     L->out_rank = 1;
     L->out_dims[0] = (int64_t)elems;
     return TF_OK;
+  case TF_JOB_LAYER_LSTM:
+    if (rank != 2) {
+      return tf__spec_err(c, m, path, "an lstm layer needs a [batch, time, "
+                          "features] input, got %s", shown);
+    }
+    L->out_rank = 1;
+    L->out_dims[0] = L->units;
+    return (double)(in[1] + L->units) * 4.0 * (double)L->units >
+                   (double)TF_JOB_ELEMENTS_MAX
+               ? tf__spec_err(c, m, path, "the kernels [%lld + %lld, 4 x %lld] "
+                              "have more than 2^31 elements", (long long)in[1],
+                              (long long)L->units, (long long)L->units)
+               : TF_OK;
   case TF_JOB_LAYER_EMBEDDING:
     if (rank >= TF_JOB_RANK_MAX ||
         (double)L->input_dim * (double)L->units > (double)TF_JOB_ELEMENTS_MAX) {

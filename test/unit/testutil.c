@@ -533,6 +533,47 @@ static void seed_from_env(void) {
   reseed(seed_value);
 }
 
+static double tt_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+/* One time step t of the LSTM for batch row b: z, then c and hn in place. */
+static void lstm_ref_step(const tf_tensor *x, const tf_tensor *w, const tf_tensor *u,
+                          const tf_tensor *bias, int64_t b, int64_t t, int64_t nt,
+                          int64_t ni, int64_t nh, const double *h, double *c, double *z,
+                          double *hn) {
+  for (int64_t k = 0; k < 4 * nh; k++) {
+    double s = tf_tensor_get_f64(bias, k);
+    for (int64_t i = 0; i < ni; i++) {
+      s += tf_tensor_get_f64(x, (b * nt + t) * ni + i) * tf_tensor_get_f64(w, i * 4 * nh + k);
+    }
+    for (int64_t j = 0; j < nh; j++) {
+      s += h[b * nh + j] * tf_tensor_get_f64(u, j * 4 * nh + k);
+    }
+    z[k] = s;
+  }
+  for (int64_t j = 0; j < nh; j++) {
+    double ig = tt_sigmoid(z[j]), fg = tt_sigmoid(z[nh + j]), gg = tanh(z[2 * nh + j]);
+    double og = tt_sigmoid(z[3 * nh + j]);
+    c[b * nh + j] = fg * c[b * nh + j] + ig * gg;
+    hn[b * nh + j] = og * tanh(c[b * nh + j]);
+  }
+}
+
+void tt_lstm_ref(const tf_tensor *x, const tf_tensor *w, const tf_tensor *u,
+                 const tf_tensor *bias, int64_t nb, int64_t nt, int64_t ni,
+                 int64_t nh, double *h) {
+  double *c = calloc((size_t)(nb * nh), sizeof *c);
+  double *z = malloc((size_t)(4 * nh) * sizeof *z);
+  double *hn = malloc((size_t)(nb * nh) * sizeof *hn);
+  for (int64_t i = 0; i < nb * nh; i++) h[i] = 0;
+  for (int64_t t = 0; t < nt; t++) {
+    for (int64_t b = 0; b < nb; b++) lstm_ref_step(x, w, u, bias, b, t, nt, ni, nh, h, c, z, hn);
+    memcpy(h, hn, (size_t)(nb * nh) * sizeof *h);
+  }
+  free(c);
+  free(z);
+  free(hn);
+}
+
 int main(void) {
   seed_from_env();
   printf("seed %llu (set TF_TEST_SEED to replay)\n", (unsigned long long)seed_value);

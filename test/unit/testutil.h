@@ -28,6 +28,15 @@ uint64_t tt_rand_u64(void);
 double tt_rand_uniform(double lo, double hi);
 double tt_rand_normal(void);
 
+/* The last hidden state h [nb, nh] (row-major doubles) of an LSTM with
+ * gates [i | f | g | o] over x [nb, nt, ni] from zero state: z = x_t·w +
+ * h·u + bias with w [ni, 4nh], u [nh, 4nh], bias [4nh]; c' = σ(f)c +
+ * σ(i)tanh(g), h' = σ(o)tanh(c'). A float64 loop, the reference of the
+ * LSTM layer tests. */
+void tt_lstm_ref(const tf_tensor *x, const tf_tensor *w, const tf_tensor *u,
+                 const tf_tensor *bias, int64_t nb, int64_t nt, int64_t ni,
+                 int64_t nh, double *h);
+
 /* Random tensor: floats uniform in [lo, hi); ints uniform in [lo, hi];
  * bool 0/1. */
 tf_tensor *tt_rand(tf_dtype dt, tf_shape shape, double lo, double hi);

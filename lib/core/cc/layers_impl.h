@@ -70,4 +70,11 @@ bool tf__layers_float(tf_dtype dt);
  * x's dtype is; TF_OK otherwise. */
 tf_code tf__layers_check_float(const char *what, tf_output x, tf_status *st);
 
+/* The LSTM of tf_layer_lstm on x [batch, time, in] (checked by the
+ * caller) with the given kernel w [in, 4*units], recurrent kernel u
+ * [units, 4*units] and bias b [4*units]; returns the last h, chained as
+ * tf__layers_op. For builders that keep their variables elsewhere. */
+tf_output tf__layers_lstm(tf_layers *l, tf_output x, int64_t units, tf_output w,
+                          tf_output u, tf_output b, tf_status *st);
+
 #endif

@@ -98,6 +98,24 @@ static tf_code check_lstm(tf_output x, int64_t units, tf_status *st) {
   return TF_OK;
 }
 
+tf_output tf__layers_lstm(tf_layers *l, tf_output x, int64_t units, tf_output w,
+                          tf_output u, tf_output b, tf_status *st) {
+  const tf_shape *s = tf_node_output_shape(x.node, x.index);
+  if (st->code != TF_OK) return (tf_output){NULL, 0};
+  tf_output xw = project(l, x, s->dims[1], s->dims[2], units, w, b, st);
+  tf_output inv[2] = {xw, op1(l, "Identity", u, st)};
+  tf_output zero = zero_state(l, xw, units, st);
+  tf_output vars[3] = {tf__layers_scalar(l, TF_INT32, 0, st), zero, zero};
+  tf_output res[3];
+  lstm_loop lp = {l, (int32_t)s->dims[1]};
+  if (st->code != TF_OK ||
+      tf_while_loop(l->g, "while", vars, 3, inv, 2, lstm_cond, lstm_body, &lp, 0, res,
+                    st) != TF_OK) {
+    return (tf_output){NULL, 0};
+  }
+  return res[1];
+}
+
 tf_code tf_layer_lstm(tf_layers *l, tf_output x, int64_t units, const char *name,
                       tf_output *out, tf_status *st) {
   tf_status local;
@@ -106,7 +124,7 @@ tf_code tf_layer_lstm(tf_layers *l, tf_output x, int64_t units, const char *name
   *out = (tf_output){NULL, 0};
   TF_TRY(check_lstm(x, units, st));
   const tf_shape *s = tf_node_output_shape(x.node, x.index);
-  int64_t steps = s->dims[1], in = s->dims[2];
+  int64_t in = s->dims[2];
   tf_dtype dt = tf_node_output_type(x.node, x.index);
   tf_initializer glorot = tf_init_glorot_uniform(0);
   tf_graph_push_scope(l->g, name ? name : "lstm");
@@ -115,16 +133,8 @@ tf_code tf_layer_lstm(tf_layers *l, tf_output x, int64_t units, const char *name
   tf_output u = tf__layers_var(l, "recurrent_kernel", tf_shape_of(2, units, 4 * units),
                                dt, &glorot, true, st);
   tf_output b = tf__layers_var(l, "bias", tf_shape_of(1, 4 * units), dt, NULL, true, st);
-  tf_output xw = project(l, x, steps, in, units, w, b, st);
-  tf_output inv[2] = {xw, op1(l, "Identity", u, st)};
-  tf_output zero = zero_state(l, xw, units, st);
-  tf_output vars[3] = {tf__layers_scalar(l, TF_INT32, 0, st), zero, zero};
-  tf_output res[3];
-  lstm_loop lp = {l, (int32_t)steps};
-  if (st->code == TF_OK) {
-    tf_while_loop(l->g, "while", vars, 3, inv, 2, lstm_cond, lstm_body, &lp, 0, res, st);
-  }
+  tf_output h = tf__layers_lstm(l, x, units, w, u, b, st);
   tf_graph_pop_scope(l->g);
-  if (st->code == TF_OK) *out = res[1];
+  if (st->code == TF_OK) *out = h;
   return st->code;
 }

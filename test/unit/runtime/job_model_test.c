@@ -322,6 +322,74 @@ START_TEST(test_replicas_share_and_place) {
 }
 END_TEST
 
+/* An lstm layer: kernel, recurrent_kernel and bias on the variables'
+ * side, the loop in the replica (on the replica's device), and logits that
+ * match a float64 LSTM and dense layer on the fetched variables. */
+START_TEST(test_lstm_forward) {
+  tt_rng_reseed(tt_seed() ^ 3);
+  tf_job_spec *s = spec(
+      "name: r\nmodel:\n  input: {shape: [3, 4], dtype: float64}\n  layers:\n"
+      "    - {type: lstm, units: 5, bias_initializer: {type: constant, value: 0.2}}\n"
+      "    - {type: dense, units: 3}\n"
+      "  loss: sparse_softmax_cross_entropy\n  seed: 3\n" TAIL);
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_job_vars *v = NULL;
+  ck_assert_msg(tf_job_vars_new(s, g, NULL, &v, &st) == TF_OK, "%s", st.msg);
+  ck_assert_int_eq(tf_job_vars_count(v), 5);
+  ck_assert_str_eq(tf_job_vars_at(v, 0)->name, "lstm/kernel");
+  ck_assert_str_eq(tf_job_vars_at(v, 1)->name, "lstm/recurrent_kernel");
+  ck_assert_str_eq(tf_job_vars_at(v, 2)->name, "lstm/bias");
+  ck_assert_int_eq(tf_job_vars_bytes(v, 0), 4 * 20 * 8);
+  ck_assert_int_eq(tf_job_vars_bytes(v, 1), 5 * 20 * 8);
+  ck_assert_int_eq(tf_job_vars_bytes(v, 2), 20 * 8);
+  const char *dev = "/job:worker/replica:0/task:0/device:CPU:0";
+  tf_output x = placeholder(g, "x", TF_FLOAT64, tf_shape_of(3, -1, 3, 4));
+  tf_output y = placeholder(g, "y", TF_INT32, tf_shape_of(1, -1));
+  tf_job_replica r;
+  int before = tf_graph_num_nodes(g);
+  ck_assert_msg(tf_job_replica_build(s, v, g, "eval/", dev, x, y, false, &r, &st) == TF_OK,
+                "%s", st.msg);
+  for (int i = before; i < tf_graph_num_nodes(g); i++) {
+    ck_assert_str_eq(tf_node_device(tf_graph_node(g, i)), dev);
+  }
+  ck_assert_int_eq(r.n_vars, 5);
+  tf_session *sess = tf_session_new(g, NULL, &st);
+  tf_node *init = tf_job_init_op(g, NULL, &st);
+  ck_assert_msg(init != NULL, "%s", st.msg);
+  run(sess, NULL, NULL, 0, NULL, NULL, 0, "init");
+  const int B = 4;
+  tf_tensor *xv = tt_rand(TF_FLOAT64, tf_shape_of(3, B, 3, 4), -1, 1);
+  int64_t labels[4] = {0, 1, 2, 1};
+  tf_tensor *yv = tt_tensor_i(TF_INT32, tf_shape_of(1, B), labels);
+  const char *feeds[] = {"x", "y"};
+  tf_tensor *fv[] = {xv, yv};
+  const char *names[] = {"lstm/kernel", "lstm/recurrent_kernel", "lstm/bias",
+                         "dense/kernel", "dense/bias", "eval/logits"};
+  tf_tensor *out[6];
+  run(sess, feeds, fv, 2, names, out, 6, NULL);
+  ck_assert_double_eq(tf_tensor_get_f64(out[2], 0), 0.2);
+  double h[4 * 5];
+  tt_lstm_ref(xv, out[0], out[1], out[2], B, 3, 4, 5, h);
+  for (int i = 0; i < B; i++) {
+    for (int k = 0; k < 3; k++) {
+      double want = tf_tensor_get_f64(out[4], k);
+      for (int j = 0; j < 5; j++) want += h[i * 5 + j] * tf_tensor_get_f64(out[3], j * 3 + k);
+      double got = tf_tensor_get_f64(out[5], i * 3 + k);
+      ck_assert_msg(fabs(got - want) <= 1e-12, "logits[%d][%d] = %.17g, want %.17g", i, k,
+                    got, want);
+    }
+  }
+  for (int i = 0; i < 6; i++) tf_tensor_unref(out[i]);
+  tf_tensor_unref(xv);
+  tf_tensor_unref(yv);
+  tf_session_free(sess);
+  tf_job_vars_free(v);
+  tf_graph_free(g);
+  tf_job_spec_free(s);
+}
+END_TEST
+
 START_TEST(test_errors) {
   tf_job_spec *s = spec(dense_spec);
   tf_graph *g = tf_graph_new();
@@ -457,6 +525,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_dense_forward);
   tcase_add_test(tc, test_conv_forward_numpy);
   tcase_add_test(tc, test_replicas_share_and_place);
+  tcase_add_test(tc, test_lstm_forward);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_training_lowers_loss);
   suite_add_tcase(s, tc);

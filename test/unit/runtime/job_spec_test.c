@@ -161,6 +161,12 @@ START_TEST(test_sync_example) {
             TF_OK);
   ck_assert_int_eq(s->replication.mode, TF_JOB_MODE_ASYNC);
   tf_job_spec_free(s);
+  ck_assert_msg(tf_job_spec_load("conf/jobs/fmnist-lstm.yaml", &s, &st) == TF_OK, "%s",
+                st.msg);
+  ck_assert_int_eq(s->model.layers[0].kind, TF_JOB_LAYER_LSTM);
+  ck_assert_int_eq(s->model.layers[0].units, 128);
+  ck_assert_int_eq(s->model.input.rank, 2);
+  tf_job_spec_free(s);
 }
 END_TEST
 
@@ -434,6 +440,17 @@ START_TEST(test_graph_and_embedding) {
   ck_assert_int_eq(s->model.layers[0].out_rank, 2);
   ck_assert_int_eq(s->model.layers[1].out_dims[0], 40);
   tf_job_spec_free(s);
+  s = parse_ok(
+      "name: r\nmodel:\n  input: {shape: [28, 28]}\n  layers:\n"
+      "    - {type: lstm, units: 16}\n    - {type: dense, units: 10}\n"
+      "  loss: sparse_softmax_cross_entropy\n"
+      "input: {format: idx, train: {images: a, labels: b}}\n"
+      "optimizer: {name: sgd, learning_rate: 1}\n" TRAIN);
+  ck_assert_int_eq(s->model.layers[0].kind, TF_JOB_LAYER_LSTM);
+  ck_assert_str_eq(s->model.layers[0].name, "lstm");
+  ck_assert_int_eq(s->model.layers[0].out_rank, 1);
+  ck_assert_int_eq(s->model.layers[0].out_dims[0], 16);
+  tf_job_spec_free(s);
 }
 END_TEST
 
@@ -620,11 +637,18 @@ START_TEST(test_model_errors) {
             "a dense layer needs 'units'");
   model_err(IN "  layers: [{units: 2}]\n", "x.yaml:5:12: model.layers[0]: a "
             "layer needs 'type' (dense, conv2d, max_pool, avg_pool, flatten, "
-            "dropout, embedding or activation)");
-  model_err(IN "  layers: [{type: lstm}]\n", "x.yaml:5:19: "
+            "dropout, embedding, activation or lstm)");
+  model_err(IN "  layers: [{type: gru}]\n", "x.yaml:5:19: "
             "model.layers[0].type: expected dense, conv2d, max_pool, "
-            "avg_pool, flatten, dropout, embedding or activation, got "
-            "'lstm'");
+            "avg_pool, flatten, dropout, embedding, activation or lstm, got "
+            "'gru'");
+  model_err(IN "  layers: [{type: lstm, units: 4}]\n", "x.yaml:5:12: "
+            "model.layers[0]: an lstm layer needs a [batch, time, features] "
+            "input, got [batch, 8]");
+  model_err(IN "  layers: [{type: lstm, units: 4, activation: relu}]\n",
+            "x.yaml:5:47: model.layers[0]: key 'activation' does not apply to "
+            "a lstm layer (its keys: type, name, units, kernel_initializer, "
+            "bias_initializer)");
   model_err(IN "  layers: [dense]\n", "x.yaml:5:12: model.layers[0]: "
             "expected a layer (a mapping with 'type'), got 'dense'");
   model_err(IN "  layers: []\n", "x.yaml:5:11: model.layers: expected "

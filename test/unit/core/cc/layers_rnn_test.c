@@ -3,42 +3,9 @@
  * on seeded random inputs, weights and bias; its variables and their
  * shapes; a batch size known only at run time; bad inputs. */
 #include <check.h>
-#include <math.h>
 #include <stdlib.h>
 
 #include "test/unit/core/cc/layers_testlib.h"
-
-static double sigm(double v) { return 1.0 / (1.0 + exp(-v)); }
-
-/* h after steps of the LSTM on x [b, t, in] with W [in, 4h], U [h, 4h], bias. */
-static void lstm_ref(const tf_tensor *x, const tf_tensor *w, const tf_tensor *u,
-                     const tf_tensor *bias, int64_t nb, int64_t nt, int64_t ni,
-                     int64_t nh, double *h) {
-  double *c = calloc((size_t)(nb * nh), sizeof *c);
-  double *z = malloc((size_t)(4 * nh) * sizeof *z);
-  double *hn = malloc((size_t)(nb * nh) * sizeof *hn);
-  for (int64_t i = 0; i < nb * nh; i++) h[i] = 0;
-  for (int64_t t = 0; t < nt; t++) {
-    for (int64_t b = 0; b < nb; b++) {
-      for (int64_t k = 0; k < 4 * nh; k++) {
-        double s = lt_at(bias, k);
-        for (int64_t i = 0; i < ni; i++) s += lt_at(x, (b * nt + t) * ni + i) * lt_at(w, i * 4 * nh + k);
-        for (int64_t j = 0; j < nh; j++) s += h[b * nh + j] * lt_at(u, j * 4 * nh + k);
-        z[k] = s;
-      }
-      for (int64_t j = 0; j < nh; j++) {
-        double ig = sigm(z[j]), fg = sigm(z[nh + j]), gg = tanh(z[2 * nh + j]);
-        double og = sigm(z[3 * nh + j]);
-        c[b * nh + j] = fg * c[b * nh + j] + ig * gg;
-        hn[b * nh + j] = og * tanh(c[b * nh + j]);
-      }
-    }
-    for (int64_t i = 0; i < nb * nh; i++) h[i] = hn[i];
-  }
-  free(c);
-  free(z);
-  free(hn);
-}
 
 /* Assigns a random value in [-0.5, 0.5) to the variable v (its init ran). */
 static void assign_random(tf_graph *g, tf_session *s, const tf_layer_var *v) {
@@ -81,7 +48,7 @@ START_TEST(test_lstm_matches_float64_recurrence) {
   lt_run(s, feed, &xv, 1, fetch, out, 4);
   tt_assert_shape(out[0], 2, nb, nh);
   double *want = malloc((size_t)(nb * nh) * sizeof *want);
-  lstm_ref(xv, out[1], out[2], out[3], nb, nt, ni, nh, want);
+  tt_lstm_ref(xv, out[1], out[2], out[3], nb, nt, ni, nh, want);
   tf_tensor *wt = tt_tensor(TF_FLOAT64, tf_shape_of(2, nb, nh), want);
   tt_assert_close(out[0], wt, 1e-12, 1e-12);
   free(want);
