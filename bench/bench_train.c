@@ -11,9 +11,12 @@
  * this 2-core VM), in alternating blocks of steps so both sides see the
  * same machine. Reported: median step times, achieved GFLOP/s (analytic
  * FLOPs: forward multiply-adds x 2, training = 3 x forward) against the
- * sgemm peak measured here, peak RSS of both processes, and last two lines
- * `mlp_step_ratio_vs_torch: R` and `cnn_step_ratio_vs_torch: R` (ours over
- * theirs; goals 0.9 and 1.0). */
+ * sgemm peak measured here, peak RSS of both processes, and last lines
+ * `mlp_step_ratio_vs_torch: R`, `cnn_step_ratio_vs_torch: R` and
+ * `lstm_step_ratio_vs_torch: R` (ours over theirs; goals 0.9, 1.0, 1.0).
+ * The LSTM reads the MLP's batch of 128 images row by row (28 steps of 28
+ * pixels, hidden 128: tf_layer_lstm, a dynamic loop; PyTorch's nn.LSTM)
+ * with dense 10 on the last hidden state. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,10 +79,14 @@ static void ok(tf_code rc, const char *what, const tf_status *st) {
   if (rc != TF_OK) die(what, st);
 }
 
-static tf_output build_model(tf_layers *l, tf_output x, bool cnn) {
+typedef enum kind { MLP, CNN, LSTM } kind;
+
+static tf_output build_model(tf_layers *l, tf_output x, kind k) {
   tf_status st;
   tf_output h = x;
-  if (cnn) {
+  if (k == LSTM) {
+    ok(tf_layer_lstm(l, h, 128, NULL, &h, &st), "lstm", &st);
+  } else if (k == CNN) {
     ok(tf_layer_conv2d(l, h, 32, 5, 5, 1, 1, "SAME", TF_ACT_RELU, true, NULL, NULL, NULL, &h, &st), "conv", &st);
     ok(tf_layer_max_pool(l, h, 2, 2, 2, 2, "VALID", NULL, &h, &st), "pool", &st);
     ok(tf_layer_conv2d(l, h, 64, 5, 5, 1, 1, "SAME", TF_ACT_RELU, true, NULL, NULL, NULL, &h, &st), "conv", &st);
@@ -94,14 +101,16 @@ static tf_output build_model(tf_layers *l, tf_output x, bool cnn) {
   return h;
 }
 
-static void build_ours(ours *o, bool cnn, tf_tensor *x, tf_tensor *y) {
+static void build_ours(ours *o, kind k, tf_tensor *x, tf_tensor *y) {
   tf_status st;
   o->g = tf_graph_new();
   tf_layers *l = tf_layers_new(o->g, 1);
-  tf_shape xs = cnn ? tf_shape_of(4, x->shape.dims[0], 28, 28, 1) : x->shape;
+  tf_shape xs = k == CNN    ? tf_shape_of(4, x->shape.dims[0], 28, 28, 1)
+                : k == LSTM ? tf_shape_of(3, x->shape.dims[0], 28, 28)
+                            : x->shape;
   tf_output px = placeholder(o->g, "x", TF_FLOAT32, xs);
   tf_output py = placeholder(o->g, "y", TF_INT32, y->shape);
-  tf_output logits = build_model(l, px, cnn), loss, gs;
+  tf_output logits = build_model(l, px, k), loss, gs;
   ok(tf_layer_sparse_softmax_cross_entropy(l, logits, py, NULL, &loss, &st), "loss", &st);
   ok(tf_global_step(o->g, &gs, &st), "global_step", &st);
   tf_optimizer_options oo = tf_optimizer_defaults(TF_OPT_ADAM);
@@ -232,9 +241,11 @@ static double sgemm_gflops(void) {
 }
 
 /* Training FLOPs per step: 3 x forward, forward = 2 x multiply-adds. */
-static double step_gflop(bool cnn, int batch) {
+static double step_gflop(kind k, int batch) {
   double mac;
-  if (cnn) {
+  if (k == LSTM) {
+    mac = 28.0 * 4 * 128 * (28 + 128) + 128.0 * 10;
+  } else if (k == CNN) {
     mac = 28.0 * 28 * 32 * 25 * 1 + 14.0 * 14 * 64 * 25 * 32 + 3136.0 * 256 + 256.0 * 10;
   } else {
     mac = 784.0 * 256 + 256.0 * 128 + 128.0 * 10;
@@ -262,7 +273,7 @@ typedef struct result {
   double ours_ms, torch_ms;
 } result;
 
-static result compare(const char *model, bool cnn, int batch, torch *t, ours *o) {
+static result compare(const char *model, kind k, int batch, torch *t, ours *o) {
   double mine[ROUNDS * BLOCK], theirs[ROUNDS * BLOCK];
   int n_mine = 0, n_theirs = 0;
   for (int i = 0; i < WARMUP; i++) our_step(o);
@@ -275,11 +286,10 @@ static result compare(const char *model, bool cnn, int batch, torch *t, ours *o)
     if (!torch_first) n_theirs += torch_run(t, model, BLOCK, theirs + n_theirs);
   }
   result res = {median(mine, n_mine), median(theirs, n_theirs)};
-  double gf = step_gflop(cnn, batch);
+  double gf = step_gflop(k, batch);
   printf("%s (batch %d, %.3f GFLOP/step): ours %.3f ms (%.1f GFLOP/s), PyTorch %.3f ms "
          "(%.1f GFLOP/s)\n", model, batch, gf, res.ours_ms, gf / res.ours_ms * 1e3,
          res.torch_ms, gf / res.torch_ms * 1e3);
-  (void)cnn;
   return res;
 }
 
@@ -311,19 +321,21 @@ int main(int argc, char **argv) {
          "medians. sgemm peak here: %.1f GFLOP/s (n=1024, best of 15)\n", ROUNDS, BLOCK, peak);
   torch t;
   torch_start(&t, dir);
-  ours m = {0}, c = {0};
-  build_ours(&m, false, mx, my);
-  result rm = compare("mlp", false, 128, &t, &m);
-  build_ours(&c, true, cx, cy);
-  result rc = compare("cnn", true, 64, &t, &c);
+  ours m = {0}, c = {0}, r = {0};
+  build_ours(&m, MLP, mx, my);
+  result rm = compare("mlp", MLP, 128, &t, &m);
+  build_ours(&c, CNN, cx, cy);
+  result rc = compare("cnn", CNN, 64, &t, &c);
+  build_ours(&r, LSTM, mx, my);
+  result rl = compare("lstm", LSTM, 128, &t, &r);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   printf("peak RSS: ours %ld MiB, PyTorch %ld MiB\n", ru.ru_maxrss / 1024, torch_rss_kb(&t) / 1024);
   printf("of the sgemm peak: mlp ours %.0f%% PyTorch %.0f%%; cnn ours %.0f%% PyTorch %.0f%%\n",
-         100 * step_gflop(false, 128) / rm.ours_ms * 1e3 / peak,
-         100 * step_gflop(false, 128) / rm.torch_ms * 1e3 / peak,
-         100 * step_gflop(true, 64) / rc.ours_ms * 1e3 / peak,
-         100 * step_gflop(true, 64) / rc.torch_ms * 1e3 / peak);
+         100 * step_gflop(MLP, 128) / rm.ours_ms * 1e3 / peak,
+         100 * step_gflop(MLP, 128) / rm.torch_ms * 1e3 / peak,
+         100 * step_gflop(CNN, 64) / rc.ours_ms * 1e3 / peak,
+         100 * step_gflop(CNN, 64) / rc.torch_ms * 1e3 / peak);
   torch_stop(&t);
   for (int i = 0; i < 4; i++) {
     char path[128];
@@ -333,5 +345,6 @@ int main(int argc, char **argv) {
   rmdir(dir);
   printf("mlp_step_ratio_vs_torch: %.3f\n", rm.ours_ms / rm.torch_ms);
   printf("cnn_step_ratio_vs_torch: %.3f\n", rc.ours_ms / rc.torch_ms);
+  printf("lstm_step_ratio_vs_torch: %.3f\n", rl.ours_ms / rl.torch_ms);
   return 0;
 }

@@ -5,7 +5,8 @@ Driven by bench/bench_train.c over stdin/stdout, so that our training steps
 and PyTorch's alternate in one run on the same machine state. It builds the
 same models as ours (MLP 784-256-128-10 with ReLU; CNN conv5x5x32 SAME +
 ReLU + maxpool2, conv5x5x64 SAME + ReLU + maxpool2, dense 256 + ReLU, dense
-10), the same optimizer (Adam, lr 1e-3, TF's defaults beta1 0.9, beta2
+10; LSTM: 28 rows of 28 pixels into nn.LSTM(28, 128), Linear(128, 10) on
+the last hidden state), the same optimizer (Adam, lr 1e-3, TF's defaults beta1 0.9, beta2
 0.999, eps 1e-7... PyTorch's eps is 1e-8; we pass 1e-7 to match) and trains
 on a fixed ready batch read from the .npy files the C side writes.
 
@@ -39,6 +40,17 @@ def cnn():
         nn.Flatten(), nn.Linear(7 * 7 * 64, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
+class RowLSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(28, 128, batch_first=True)
+        self.out = nn.Linear(128, 10)
+
+    def forward(self, x):
+        h, _ = self.lstm(x)
+        return self.out(h[:, -1, :])
+
+
 class Trainer:
     def __init__(self, model, x, y):
         self.model, self.x, self.y = model, x, y
@@ -70,6 +82,7 @@ def main():
             cx = cx.reshape(-1, 28, 28, 1).permute(0, 3, 1, 2).contiguous()
             trainers["mlp"] = Trainer(mlp(), mx.reshape(-1, 784), my)
             trainers["cnn"] = Trainer(cnn(), cx, cy)
+            trainers["lstm"] = Trainer(RowLSTM(), mx.reshape(-1, 28, 28), my)
             print("ok", flush=True)
         elif words[0] == "run":
             t = trainers[words[1]]

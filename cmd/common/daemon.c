@@ -255,6 +255,14 @@ static void close_all(uv_handle_t *h, void *arg) {
   }
 }
 
+/* Stops the /metrics server; logs when that was slow. */
+static void stop_metrics(tf_daemon *d) {
+  uint64_t t0 = uv_hrtime();
+  tf_metrics_http_stop(d->metrics);
+  uint64_t ms = (uv_hrtime() - t0) / 1000000;
+  if (ms >= 500) tf_log(LOG_INFO, "stopping: the metrics server took %" PRIu64 " ms", ms);
+}
+
 /* Writes our pid to path unless it names another live tf daemon. */
 static int claim_pid_file(const char *path) {
   pid_t other = tf_pidfile_read(path);
@@ -324,10 +332,7 @@ int tf_daemon_run(tf_daemon *d) {
   tf_log(LOG_NOTICE, "ready (pid %ld)%s", (long)getpid(),
          n > 0 ? "; sent READY=1 to $NOTIFY_SOCKET" : "");
   uv_run(&d->loop, UV_RUN_DEFAULT);
-  uint64_t t_stop = uv_hrtime();
-  tf_metrics_http_stop(d->metrics);
-  uint64_t ms_http = (uv_hrtime() - t_stop) / 1000000;
-  if (ms_http >= 500) tf_log(LOG_INFO, "stopping: the metrics server took %" PRIu64 " ms", ms_http);
+  stop_metrics(d);
   /* Free the service while the signal watchers still catch a second
    * SIGTERM; closing them restores the default action, so ignore the
    * signals right after. */
