@@ -61,8 +61,9 @@ static const tf_op_spec stack_ops[] = {
      .flags = STACK_FLAGS,
      .doc = "Pushes elem on the stack and forwards it. A full stack is "
             "RESOURCE_EXHAUSTED naming it.",
-     .deviation = HANDLE_DEVIATION "; swap_memory is accepted and ignored "
-                  "(values stay in host memory)"},
+     .deviation = HANDLE_DEVIATION "; a full stack is RESOURCE_EXHAUSTED "
+                  "where TF says INVALID_ARGUMENT; swap_memory is accepted "
+                  "and ignored (values stay in host memory)"},
     {.name = "StackPopV2",
      .inputs = {"handle: int64"},
      .outputs = {"elem: elem_type"},
