@@ -421,6 +421,8 @@ static tf_code seed(gwalk *w, const tf_output *ys, int n_ys,
 static tf_code run_walk(gwalk *w, const tf_output *ys, int n_ys,
                         const tf_output *xs, int n_xs,
                         const tf_output *grad_ys, bool sparse, tf_grad *dxs) {
+  TF_TRY(tf__cf_check_outside(w, ys, n_ys, "ys"));
+  TF_TRY(tf__cf_check_outside(w, xs, n_xs, "xs"));
   mark_forward(w);
   mark_backward(w, ys, n_ys);
   TF_TRY(seed(w, ys, n_ys, grad_ys));

@@ -229,6 +229,21 @@ void tf__cf_fini(tf__gwalk *w) {
   w->cf = NULL;
 }
 
+tf_code tf__cf_check_outside(tf__gwalk *w, const tf_output *v, int n,
+                             const char *what) {
+  for (int i = 0; i < n; i++) {
+    int f = tf__cf_frame_of(w, v[i].node);
+    if (f > 0) {
+      return tf_status_set(w->st, TF_UNIMPLEMENTED, "tf_gradients: %s[%d] "
+                           "('%s') is inside the while loop frame '%s'; only "
+                           "values outside loops can be differentiated or "
+                           "differentiated against", what, i, v[i].node->name,
+                           w->cf->frames[f].name);
+    }
+  }
+  return TF_OK;
+}
+
 tf_node *tf__cf_node(tf__gwalk *w, const char *op, const tf_output *in,
                      int n, bool list, tf_node *ctl, const tf_attr_kv *a,
                      int na) {

@@ -43,6 +43,10 @@ tf_code tf__gw_visit(tf__gwalk *w, const tf_node *n);
 tf_code tf__cf_init(tf__gwalk *w);
 /* Removes the hook and frees what tf__cf_init made. */
 void tf__cf_fini(tf__gwalk *w);
+/* UNIMPLEMENTED naming what[i] when some v[i] lies inside a while loop
+ * (tf_gradients differentiates a loop's outputs, not values inside it). */
+tf_code tf__cf_check_outside(tf__gwalk *w, const tf_output *v, int n,
+                             const char *what);
 /* Walks the root frame's marked nodes in reverse id order: ordinary nodes
  * through tf__gw_visit, conds and loops by their own rules. */
 tf_code tf__cf_walk(tf__gwalk *w);

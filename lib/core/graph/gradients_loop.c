@@ -13,7 +13,9 @@
  * the pops are ordered the same way by the gradient loop's counter. A
  * value inside a cond branch of the body is pushed through a Merge with a
  * zero that is live on the other side, so every iteration pushes and pops
- * exactly once. */
+ * exactly once, and its pop goes through Switches on the same predicates
+ * (popped too), so it is dead in the gradient loop when it was dead in
+ * the forward one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,8 +255,23 @@ static bool encloses(const tf__cf_state *cf, int a, int f) {
   }
 }
 
+/* v (a pop) behind Switches on the predicates of the cond levels of the
+ * forward value it stands for, outermost first: dead in the iterations
+ * where that value was, so the gradient body mirrors the forward one. */
+static tf_output redead(tf__gwalk *w, cf_ctx *c, tf_output v, int cond) {
+  if (cond == 0 || v.node == NULL) {
+    return v;
+  }
+  const cf_cond lv = w->cf->conds[cond];
+  v = redead(w, c, v, lv.parent);
+  tf_output in[2] = {v, tf__cf_map(w, c, lv.pred)};
+  tf_node *sw = v.node ? tf__cf_node(w, "Switch", in, 2, false, NULL, NULL, 0)
+                       : NULL;
+  return (tf_output){sw, lv.side};
+}
+
 /* Saves forward value t of c's loop on a new stack; returns the pop in
- * c's body. */
+ * c's body (behind redead). */
 static tf_output stack_value(tf__gwalk *w, cf_ctx *c, tf_output t) {
   cf_frame *F = &w->cf->frames[c->f];
   tf_dtype dt = t.node->out_types[t.index];
@@ -285,7 +302,7 @@ static tf_output stack_value(tf__gwalk *w, cf_ctx *c, tf_output t) {
   }
   pop->out_shapes[0] = t.node->out_shapes[t.index];
   push_node(&c->pops, &c->n_pops, &c->cap_pops, pop);
-  return (tf_output){pop, 0};
+  return redead(w, c, (tf_output){pop, 0}, tf__cf_cond_of(w, t));
 }
 
 /* t, a value of an enclosing frame, entered into c's loop. */

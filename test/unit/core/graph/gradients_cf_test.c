@@ -8,7 +8,7 @@
  * control-flow graph equal those of the unrolled one within 1e-10. Models:
  * a cond (both branches), a while loop with a data-dependent trip count
  * and an invariant, an int counter loop, nested loops, a cond inside a
- * loop and a loop inside a cond; parallel_iterations 8 gives the same
+ * loop, a loop inside a cond and a loop inside a cond inside a loop; parallel_iterations 8 gives the same
  * gradients as 1. Also the stack ops: LIFO order, an empty pop, max_size,
  * a closed stack and a forged handle. */
 #include <math.h>
@@ -395,6 +395,74 @@ static double e_loss(const double *xv, const double *wv) {
   return sq3(x);
 }
 
+/* G: for i in 0..4: v = cond(i < 2, inner loop of C on (v, w), v w + v):
+ * a loop inside a cond inside a loop. */
+static int g_n = 4;
+static int g_taken[2];
+static tf_code gt_fn(tf_graph *g, const tf_output *in, int n_in,
+                     tf_output *out, int n_out, void *arg, tf_status *s) {
+  tf_output vin[2] = {i32c(g, 0), in[0]}, vout[2];
+  tf_code rc = tf_while_loop(g, "gi", vin, 2, &in[1], 1, lt_n, c_inner_body,
+                             &c_inner_n, *(int *)arg, vout, s);
+  out[0] = vout[1];
+  return rc;
+}
+static tf_code g_body(tf_graph *g, const tf_output *v, int n,
+                      const tf_output *inv, int n_inv, tf_output *next,
+                      void *arg, tf_status *s) {
+  tf_output pred = op2(g, "Less", v[0], i32c(g, 2));
+  next[0] = op2(g, "Add", v[0], i32c(g, 1));
+  return tf_cond(g, "gc", pred, (tf_output[]){v[1], inv[0]}, 2, gt_fn, dt_fn,
+                 arg, &next[1], 1, s);
+}
+/* One step of the C mirror; returns whether the true branch ran. */
+static bool g_step_c(double *v, const double *w, int k) {
+  bool t = k < 2;
+  g_taken[t]++;
+  for (int i = 0; i < 3; i++) {
+    if (t) {
+      for (int j = 0; j < c_inner_n; j++) {
+        v[i] = sigm(v[i]) * w[i];
+      }
+    } else {
+      v[i] = v[i] * w[i] + v[i];
+    }
+  }
+  return t;
+}
+static tf_output g_build(tf_graph *g, tf_output x, tf_output w,
+                         const double *xv, const double *wv, bool unrolled,
+                         int par) {
+  tf_output v = x;
+  if (unrolled) {
+    double c[3] = {xv[0], xv[1], xv[2]};
+    for (int k = 0; k < g_n; k++) {
+      if (g_step_c(c, wv, k)) {
+        for (int j = 0; j < c_inner_n; j++) {
+          v = c_inner_step(g, v, w);
+        }
+      } else {
+        v = dt_branch(g, v, w);
+      }
+    }
+  } else {
+    tf_output in[2] = {i32c(g, 0), x}, out[2];
+    tf_code rc = tf_while_loop(g, "g", in, 2, &w, 1, lt_n, g_body, &g_n, par,
+                               out, &st);
+    ck_assert_msg(rc == TF_OK, "%s", st.msg);
+    v = out[1];
+  }
+  return sum_all(g, op2(g, "Mul", v, v));
+}
+static double g_loss(const double *xv, const double *wv) {
+  double v[3] = {xv[0], xv[1], xv[2]};
+  g_taken[0] = g_taken[1] = 0;
+  for (int k = 0; k < g_n; k++) {
+    g_step_c(v, wv, k);
+  }
+  return sq3(v);
+}
+
 /* ---- the harness ------------------------------------------------------------ */
 
 typedef struct built {
@@ -503,6 +571,7 @@ static const model MC = {"nested while", c_build, c_loss};
 static const model MD = {"cond inside while", d_build, d_loss};
 static const model ME = {"while inside cond", e_build, e_loss};
 static const model MF = {"cond", f_build, f_loss};
+static const model MG = {"while inside cond inside while", g_build, g_loss};
 
 /* ---- gradient tests ------------------------------------------------------ */
 
@@ -522,7 +591,8 @@ START_TEST(test_while_data_dependent) {
   double x[3], w[3], g[6], tmp[3];
   int trips[3];
   for (int rep = 0; rep < 3; rep++) {
-    rand3(x, 0.2 + 0.4 * rep, 0.6 + 0.4 * rep);
+    static const double lo[3] = {0.05, 0.6, 1.5}, hi[3] = {0.2, 1.0, 2.0};
+    rand3(x, lo[rep], hi[rep]); /* sums <= 0.6 and >= 4.5: >= 4 vs 2 trips */
     rand3(w, 0.1, 0.5);
     trips[rep] = a_trips(x, w, tmp);
     ck_assert_int_ge(trips[rep], 1);
@@ -571,12 +641,23 @@ START_TEST(test_while_inside_cond) {
 }
 END_TEST
 
+START_TEST(test_while_in_cond_in_while) {
+  double x[3], w[3], g[6];
+  rand3(x, 0.5, 0.8);
+  rand3(w, 0.8, 1.2);
+  g_loss(x, w);
+  ck_assert_msg(g_taken[0] > 0 && g_taken[1] > 0, "branches taken: %d false, "
+                "%d true; the inputs should take both", g_taken[0], g_taken[1]);
+  check_model(&MG, x, w, 10, g);
+}
+END_TEST
+
 /* Overlapping iterations push and pop the stacks in iteration order. */
 START_TEST(test_parallel_iterations) {
-  const model *ms[3] = {&MB, &MC, &MD};
+  const model *ms[4] = {&MB, &MC, &MD, &MG};
   int saved = b_n;
   b_n = 40;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     double x[3], w[3], g1[6], g8[6];
     rand3(x, 0.2, 0.5);
     rand3(w, 0.8, 1.2);
@@ -588,6 +669,38 @@ START_TEST(test_parallel_iterations) {
     }
   }
   b_n = saved;
+}
+END_TEST
+
+/* A value inside a loop body as ys: UNIMPLEMENTED naming it and the
+ * frame, and the graph is left as it was. */
+static tf_output inside;
+static tf_code keep_body(tf_graph *g, const tf_output *v, int n,
+                         const tf_output *inv, int n_inv, tf_output *next,
+                         void *arg, tf_status *s) {
+  inside = op2(g, "Mul", v[1], inv[0]);
+  next[0] = op2(g, "Add", v[0], i32c(g, 1));
+  next[1] = inside;
+  return TF_OK;
+}
+
+START_TEST(test_value_inside_loop) {
+  tf_graph *g = tf_graph_new();
+  tf_output x = {tt_placeholder(g, "x", TF_FLOAT64, tf_shape_of(1, 3)), 0};
+  tf_output in[2] = {i32c(g, 0), x}, out[2], dx;
+  ck_assert_msg(tf_while_loop(g, "k", in, 2, &x, 1, lt_n, keep_body, &b_n, 1,
+                              out, &st) == TF_OK, "%s", st.msg);
+  int before = tf_graph_num_nodes(g);
+  ck_assert_int_eq(tf_gradients(g, &inside, 1, &x, 1, NULL, &dx, &st),
+                   TF_UNIMPLEMENTED);
+  ASSERT_HAS(st.msg, "ys[0]");
+  ASSERT_HAS(st.msg, tf_node_name(inside.node));
+  ASSERT_HAS(st.msg, "inside the while loop frame");
+  ck_assert_int_eq(tf_graph_num_nodes(g), before);
+  /* the loop's output is fine */
+  ck_assert_msg(tf_gradients(g, &out[1], 1, &x, 1, NULL, &dx, &st) == TF_OK,
+                "%s", st.msg);
+  tf_graph_free(g);
 }
 END_TEST
 
@@ -697,7 +810,9 @@ Suite *tt_suite(void) {
   tcase_add_test(tg, test_nested_while);
   tcase_add_test(tg, test_cond_inside_while);
   tcase_add_test(tg, test_while_inside_cond);
+  tcase_add_test(tg, test_while_in_cond_in_while);
   tcase_add_test(tg, test_parallel_iterations);
+  tcase_add_test(tg, test_value_inside_loop);
   suite_add_tcase(s, tg);
   TCase *ts = tcase_create("stack");
   tcase_add_test(ts, test_stack_lifo);
