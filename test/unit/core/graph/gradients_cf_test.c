@@ -7,7 +7,7 @@
  * (h = 1e-5, |fd - g| <= 1e-6 (1 + |g|)); and the gradients of the
  * control-flow graph equal those of the unrolled one within 1e-10. Models:
  * a cond (both branches), a while loop with a data-dependent trip count
- * and an invariant, an int counter loop, nested loops, a cond inside a
+ * and an invariant, an int counter loop, coupled variables, nested loops, a cond inside a
  * loop, a loop inside a cond and a loop inside a cond inside a loop; parallel_iterations 8 gives the same
  * gradients as 1. Also the stack ops: LIFO order, an empty pop, max_size,
  * a closed stack and a forged handle. */
@@ -463,6 +463,57 @@ static double g_loss(const double *xv, const double *wv) {
   return sq3(v);
 }
 
+/* H: two coupled float variables (a = x, b = w to start), 3 times:
+ * a, b = a b, tanh(b + a w) with w also an invariant; loss = sum(a b) +
+ * sum(a): each Exit has two consumers. */
+static int h_n = 3;
+static void h_step(tf_graph *g, tf_output *a, tf_output *b, tf_output w) {
+  tf_output na = op2(g, "Mul", *a, *b);
+  *b = op1(g, "Tanh", op2(g, "Add", *b, op2(g, "Mul", *a, w)));
+  *a = na;
+}
+static tf_code h_body(tf_graph *g, const tf_output *v, int n,
+                      const tf_output *inv, int n_inv, tf_output *next,
+                      void *arg, tf_status *s) {
+  tf_output a = v[1], b = v[2];
+  h_step(g, &a, &b, inv[0]);
+  next[0] = op2(g, "Add", v[0], i32c(g, 1));
+  next[1] = a;
+  next[2] = b;
+  return TF_OK;
+}
+static tf_output h_build(tf_graph *g, tf_output x, tf_output w,
+                         const double *xv, const double *wv, bool unrolled,
+                         int par) {
+  tf_output a = x, b = w;
+  if (unrolled) {
+    for (int k = 0; k < h_n; k++) {
+      h_step(g, &a, &b, w);
+    }
+  } else {
+    tf_output in[3] = {i32c(g, 0), x, w}, out[3];
+    tf_code rc = tf_while_loop(g, "h", in, 3, &w, 1, lt_n, h_body, &h_n, par,
+                               out, &st);
+    ck_assert_msg(rc == TF_OK, "%s", st.msg);
+    a = out[1];
+    b = out[2];
+  }
+  return op2(g, "Add", sum_all(g, op2(g, "Mul", a, b)), sum_all(g, a));
+}
+static double h_loss(const double *xv, const double *wv) {
+  double l = 0;
+  for (int i = 0; i < 3; i++) {
+    double a = xv[i], b = wv[i];
+    for (int k = 0; k < h_n; k++) {
+      double na = a * b;
+      b = tanh(b + a * wv[i]);
+      a = na;
+    }
+    l += a * b + a;
+  }
+  return l;
+}
+
 /* ---- the harness ------------------------------------------------------------ */
 
 typedef struct built {
@@ -571,6 +622,7 @@ static const model MC = {"nested while", c_build, c_loss};
 static const model MD = {"cond inside while", d_build, d_loss};
 static const model ME = {"while inside cond", e_build, e_loss};
 static const model MF = {"cond", f_build, f_loss};
+static const model MH = {"coupled loop variables", h_build, h_loss};
 static const model MG = {"while inside cond inside while", g_build, g_loss};
 
 /* ---- gradient tests ------------------------------------------------------ */
@@ -608,6 +660,14 @@ START_TEST(test_loop_invariant) {
   rand3(x, -1, 1);
   rand3(w, -1.5, 1.5);
   check_model(&MB, x, w, 10, g);
+}
+END_TEST
+
+START_TEST(test_coupled_variables) {
+  double x[3], w[3], g[6];
+  rand3(x, -1, 1);
+  rand3(w, -1, 1);
+  check_model(&MH, x, w, 10, g);
 }
 END_TEST
 
@@ -807,6 +867,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tg, test_cond_both_branches);
   tcase_add_test(tg, test_while_data_dependent);
   tcase_add_test(tg, test_loop_invariant);
+  tcase_add_test(tg, test_coupled_variables);
   tcase_add_test(tg, test_nested_while);
   tcase_add_test(tg, test_cond_inside_while);
   tcase_add_test(tg, test_while_inside_cond);
