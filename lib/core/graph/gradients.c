@@ -5,9 +5,12 @@
  * one's partial output gradients are summed and handed to its registered
  * gradient function, whose input gradients become partials of the producers.
  * Sparse partials (row sets) are concatenated while they meet only each
- * other and densified with UnsortedSegmentSum otherwise. On error the graph
- * is rolled back to a mark taken at the start (algorithm.h): every node
- * added is removed again and its names are free. */
+ * other and densified with UnsortedSegmentSum otherwise. Loops make the
+ * graph cyclic, so the marking repeats passes until nothing changes; the
+ * walk itself (frame by frame, with conds and loops) is gradients_cf.c's.
+ * On error the graph is rolled back to a mark taken at the start
+ * (algorithm.h): every node added is removed again and its names are
+ * free. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
