@@ -51,12 +51,14 @@ static tf_code bad_loop(tf__gwalk *w, const cf_frame *F, const char *what) {
 }
 
 /* The node of frame f (or, for an Exit, leaving it) of op op whose input
- * 0 is src, or NULL. */
+ * 0 is src (for a Switch: with its predicate from LoopCond), or NULL. */
 static tf_node *consumer(tf__gwalk *w, int f, const char *op, tf_output src) {
+  bool sw = strcmp(op, "Switch") == 0;
   for (int id = src.node->id + 1; id < w->n0; id++) {
     tf_node *n = w->g->nodes[id];
     if (n->n_inputs > 0 && n->inputs[0].node == src.node &&
         n->inputs[0].index == src.index && is_op(n, op) &&
+        (!sw || (n->n_inputs == 2 && is_op(n->inputs[1].node, "LoopCond"))) &&
         (w->cf->frame[id] == f || is_op(n, "Exit"))) {
       return n;
     }
