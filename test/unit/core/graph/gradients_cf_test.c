@@ -7,7 +7,8 @@
  * (h = 1e-5, |fd - g| <= 1e-6 (1 + |g|)); and the gradients of the
  * control-flow graph equal those of the unrolled one within 1e-10. Models:
  * a cond (both branches), a while loop with a data-dependent trip count
- * and an invariant, an int counter loop, coupled variables, nested loops, a cond inside a
+ * and an invariant, an int counter loop, coupled variables, a Gather (a
+ * sparse gradient) of an invariant in a loop, nested loops, a cond inside a
  * loop, a loop inside a cond and a loop inside a cond inside a loop; parallel_iterations 8 gives the same
  * gradients as 1. Also the stack ops: LIFO order, an empty pop, max_size,
  * a closed stack and a forged handle. */
@@ -563,6 +564,49 @@ static double i_loss(const double *xv, const double *wv) {
   return l;
 }
 
+/* J: 4 times: v = v * gather(w, [2, 0, 1]) + v: Gather's row gradient
+ * (sparse) reaches the invariant inside the loop and is densified. */
+static int j_n = 4;
+static tf_output j_step(tf_graph *g, tf_output v, tf_output w) {
+  int64_t perm[3] = {2, 0, 1};
+  tf_output idx = {tt_const(g, NULL, tt_tensor_i(TF_INT32, tf_shape_of(1, 3),
+                                                perm)), 0};
+  return op2(g, "Add", op2(g, "Mul", v, op2(g, "Gather", w, idx)), v);
+}
+static tf_code j_body(tf_graph *g, const tf_output *v, int n,
+                      const tf_output *inv, int n_inv, tf_output *next,
+                      void *arg, tf_status *s) {
+  next[0] = op2(g, "Add", v[0], i32c(g, 1));
+  next[1] = j_step(g, v[1], inv[0]);
+  return TF_OK;
+}
+static tf_output j_build(tf_graph *g, tf_output x, tf_output w,
+                         const double *xv, const double *wv, bool unrolled,
+                         int par) {
+  tf_output v = x;
+  if (unrolled) {
+    for (int k = 0; k < j_n; k++) {
+      v = j_step(g, v, w);
+    }
+  } else {
+    tf_output in[2] = {i32c(g, 0), x}, out[2];
+    tf_code rc = tf_while_loop(g, "j", in, 2, &w, 1, lt_n, j_body, &j_n, par,
+                               out, &st);
+    ck_assert_msg(rc == TF_OK, "%s", st.msg);
+    v = out[1];
+  }
+  return sum_all(g, op2(g, "Mul", v, v));
+}
+static double j_loss(const double *xv, const double *wv) {
+  double v[3] = {xv[0], xv[1], xv[2]}, gw[3] = {wv[2], wv[0], wv[1]};
+  for (int k = 0; k < j_n; k++) {
+    for (int i = 0; i < 3; i++) {
+      v[i] = v[i] * gw[i] + v[i];
+    }
+  }
+  return sq3(v);
+}
+
 /* ---- the harness ------------------------------------------------------------ */
 
 typedef struct built {
@@ -673,6 +717,7 @@ static const model ME = {"while inside cond", e_build, e_loss};
 static const model MF = {"cond", f_build, f_loss};
 static const model MH = {"coupled loop variables", h_build, h_loss};
 static const model MI = {"independent iterations", i_build, i_loss};
+static const model MJ = {"Gather of an invariant in a loop", j_build, j_loss};
 static const model MG = {"while inside cond inside while", g_build, g_loss};
 
 /* ---- gradient tests ------------------------------------------------------ */
@@ -718,6 +763,14 @@ START_TEST(test_coupled_variables) {
   rand3(x, -1, 1);
   rand3(w, -1, 1);
   check_model(&MH, x, w, 10, g);
+}
+END_TEST
+
+START_TEST(test_sparse_gradient_in_loop) {
+  double x[3], w[3], g[6];
+  rand3(x, -1, 1);
+  rand3(w, -0.8, 0.8);
+  check_model(&MJ, x, w, 10, g);
 }
 END_TEST
 
@@ -918,6 +971,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tg, test_while_data_dependent);
   tcase_add_test(tg, test_loop_invariant);
   tcase_add_test(tg, test_coupled_variables);
+  tcase_add_test(tg, test_sparse_gradient_in_loop);
   tcase_add_test(tg, test_nested_while);
   tcase_add_test(tg, test_cond_inside_while);
   tcase_add_test(tg, test_while_inside_cond);
