@@ -5,35 +5,27 @@
  * one's partial output gradients are summed and handed to its registered
  * gradient function, whose input gradients become partials of the producers.
  * Sparse partials (row sets) are concatenated while they meet only each
- * other and densified with UnsortedSegmentSum otherwise. On error the graph
- * is rolled back to a mark taken at the start (algorithm.h): every node
- * added is removed again and its names are free. */
+ * other and densified with UnsortedSegmentSum otherwise. Loops make the
+ * graph cyclic, so the marking repeats passes until nothing changes; the
+ * walk itself (frame by frame, with conds and loops) is gradients_cf.c's.
+ * On error the graph is rolled back to a mark taken at the start
+ * (algorithm.h): every node added is removed again and its names are
+ * free. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/core/graph/grad_registry.h"
+#include "lib/core/graph/gradients_impl.h"
 #include "lib/core/graph/algorithm.h"
 #include "lib/core/graph/graph_impl.h"
 #include "lib/core/base/util.h"
 
-/* The partial gradients reaching one output edge. */
-typedef struct plist {
-  tf_grad *v;
-  int n, cap;
-} plist;
+typedef tf__plist plist;
+typedef tf__gwalk gwalk;
 
-typedef struct gwalk {
-  tf_graph *g;
-  tf_status *st;
-  int n0;        /* nodes before the call; only these are walked */
-  int *off;      /* per node id: first slot of its outputs */
-  plist *parts;  /* per output slot */
-  bool *is_x;    /* per output slot: some xs[i] is this edge */
-  bool *fwd, *bwd;
-} gwalk;
+#define edge_differentiable tf__gw_differentiable
 
-static bool edge_differentiable(const tf_node *n, int port) {
+bool tf__gw_differentiable(const tf_node *n, int port) {
   tf_dtype dt = n->out_types[port];
   return tf_dtype_is_float(dt) || dt == TF_COMPLEX64;
 }
@@ -42,7 +34,7 @@ static plist *parts_of(gwalk *w, tf_output e) {
   return &w->parts[w->off[e.node->id] + e.index];
 }
 
-static void add_partial(gwalk *w, tf_output e, tf_grad g) {
+void tf__gw_add_partial(gwalk *w, tf_output e, tf_grad g) {
   plist *p = parts_of(w, e);
   if (p->n == p->cap) {
     p->cap = p->cap ? 2 * p->cap : 2;
@@ -151,7 +143,7 @@ static void merge_sparse(tf_grad_ctx *c, plist *p) {
  * partials are concatenated first, and the result stays sparse when
  * allowed and nothing dense is left. The result replaces the list, so
  * asking twice builds nothing new. */
-static tf_code aggregate(gwalk *w, tf_output e, bool allow_sparse,
+tf_code tf__gw_aggregate(gwalk *w, tf_output e, bool allow_sparse,
                          tf_grad *out) {
   plist *p = parts_of(w, e);
   *out = (tf_grad){{0}};
@@ -191,26 +183,34 @@ static bool stops_gradient(const tf_node *n) {
          (n->op->flags & TF_OP_CONTROL_FLOW) == 0;
 }
 
-static void mark_forward(gwalk *w) {
+/* One pass in id order; true when it marked something new. Loops make
+ * the graph cyclic (a Merge's back edge comes from a later
+ * NextIteration), so the callers repeat passes until nothing changes. */
+static bool forward_pass(gwalk *w) {
+  bool changed = false;
   for (int id = 0; id < w->n0; id++) {
     const tf_node *n = w->g->nodes[id];
-    if (stops_gradient(n)) {
+    if (w->fwd[id] || stops_gradient(n)) {
       continue;
     }
     for (int k = 0; k < n->n_inputs && !w->fwd[id]; k++) {
       tf_output s = n->inputs[k];
       if (s.node->id < w->n0 && edge_differentiable(s.node, s.index) &&
           (w->fwd[s.node->id] || w->is_x[w->off[s.node->id] + s.index])) {
-        w->fwd[id] = true;
+        w->fwd[id] = changed = true;
       }
     }
   }
+  return changed;
 }
 
-static void mark_backward(gwalk *w, const tf_output *ys, int n_ys) {
-  for (int j = 0; j < n_ys; j++) {
-    w->bwd[ys[j].node->id] = true;
+static void mark_forward(gwalk *w) {
+  while (forward_pass(w)) {
   }
+}
+
+static bool backward_pass(gwalk *w) {
+  bool changed = false;
   for (int id = w->n0 - 1; id >= 0; id--) {
     const tf_node *n = w->g->nodes[id];
     if (!w->bwd[id] || !w->fwd[id]) {
@@ -218,10 +218,20 @@ static void mark_backward(gwalk *w, const tf_output *ys, int n_ys) {
     }
     for (int k = 0; k < n->n_inputs; k++) {
       tf_output s = n->inputs[k];
-      if (s.node->id < w->n0 && edge_differentiable(s.node, s.index)) {
-        w->bwd[s.node->id] = true;
+      if (s.node->id < w->n0 && edge_differentiable(s.node, s.index) &&
+          !w->bwd[s.node->id]) {
+        w->bwd[s.node->id] = changed = true;
       }
     }
+  }
+  return changed;
+}
+
+static void mark_backward(gwalk *w, const tf_output *ys, int n_ys) {
+  for (int j = 0; j < n_ys; j++) {
+    w->bwd[ys[j].node->id] = true;
+  }
+  while (backward_pass(w)) {
   }
 }
 
@@ -233,7 +243,7 @@ static bool gather_dys(gwalk *w, const tf_node *n, tf_output *dy) {
   bool any = false;
   for (int i = 0; i < n->n_outputs; i++) {
     tf_grad g;
-    if (aggregate(w, (tf_output){(tf_node *)n, i}, false, &g) != TF_OK) {
+    if (tf__gw_aggregate(w, (tf_output){(tf_node *)n, i}, false, &g) != TF_OK) {
       return false;
     }
     dy[i] = g.values;
@@ -270,12 +280,12 @@ static tf_code take_dx(gwalk *w, const tf_node *n, const tf_grad *dx) {
                                ? " sparse (no dense_shape)" : "",
                            tf_dtype_name(want));
     }
-    add_partial(w, s, *g);
+    tf__gw_add_partial(w, s, *g);
   }
   return TF_OK;
 }
 
-static tf_code visit(gwalk *w, const tf_node *n) {
+tf_code tf__gw_visit(gwalk *w, const tf_node *n) {
   if (n->op->flags & TF_OP_CONTROL_FLOW) {
     return tf_status_set(w->st, TF_UNIMPLEMENTED, "gradients through control "
                          "flow (node '%s', op '%s') are not supported",
@@ -406,7 +416,7 @@ static tf_code seed(gwalk *w, const tf_output *ys, int n_ys,
       g.values = ones_like(w, y);
       TF_TRY(w->st->code);
     }
-    add_partial(w, y, g);
+    tf__gw_add_partial(w, y, g);
   }
   return TF_OK;
 }
@@ -414,16 +424,14 @@ static tf_code seed(gwalk *w, const tf_output *ys, int n_ys,
 static tf_code run_walk(gwalk *w, const tf_output *ys, int n_ys,
                         const tf_output *xs, int n_xs,
                         const tf_output *grad_ys, bool sparse, tf_grad *dxs) {
+  TF_TRY(tf__cf_check_outside(w, ys, n_ys, "ys"));
+  TF_TRY(tf__cf_check_outside(w, xs, n_xs, "xs"));
   mark_forward(w);
   mark_backward(w, ys, n_ys);
   TF_TRY(seed(w, ys, n_ys, grad_ys));
-  for (int id = w->n0 - 1; id >= 0; id--) {
-    if (w->fwd[id] && w->bwd[id]) {
-      TF_TRY(visit(w, w->g->nodes[id]));
-    }
-  }
+  TF_TRY(tf__cf_walk(w));
   for (int i = 0; i < n_xs; i++) {
-    TF_TRY(aggregate(w, xs[i], sparse, &dxs[i]));
+    TF_TRY(tf__gw_aggregate(w, xs[i], sparse, &dxs[i]));
   }
   return TF_OK;
 }
@@ -444,7 +452,11 @@ static tf_code gradients(tf_graph *g, const tf_output *ys, int n_ys,
   gwalk w;
   walk_init(&w, g, xs, n_xs, st);
   tf_graph_push_scope(g, "gradients");
-  tf_code rc = run_walk(&w, ys, n_ys, xs, n_xs, grad_ys, sparse, dxs);
+  tf_code rc = tf__cf_init(&w);
+  if (rc == TF_OK) {
+    rc = run_walk(&w, ys, n_ys, xs, n_xs, grad_ys, sparse, dxs);
+  }
+  tf__cf_fini(&w);
   walk_fini(&w);
   if (rc == TF_OK) {
     tf__graph_commit(g, &m);

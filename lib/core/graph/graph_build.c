@@ -529,6 +529,9 @@ tf_node_builder *tf_node_begin(tf_graph *g, const char *op, const char *name) {
 }
 
 void tf_node_add_input(tf_node_builder *b, tf_output in) {
+  if (in.node != NULL && b->g->input_hook != NULL) {
+    in = b->g->input_hook(b->g->input_hook_arg, in);
+  }
   if (in.node == NULL && b->err[0] == '\0') {
     snprintf(b->err, sizeof b->err, "input %d is a NULL node", b->p.n_inputs);
   }
@@ -540,6 +543,15 @@ void tf_node_add_input_list(tf_node_builder *b, const tf_output *in, int n) {
     if (in[i].node == NULL && b->err[0] == '\0') {
       snprintf(b->err, sizeof b->err, "input %d is a NULL node", b->p.n_inputs + i);
     }
+  }
+  if (b->g->input_hook != NULL && n > 0) {
+    tf_output *m = tf__xmalloc((size_t)n * sizeof *m);
+    for (int i = 0; i < n; i++) {
+      m[i] = in[i].node ? b->g->input_hook(b->g->input_hook_arg, in[i]) : in[i];
+    }
+    proto_add_inputs(&b->p, m, n, true);
+    free(m);
+    return;
   }
   proto_add_inputs(&b->p, in, n, true);
 }

@@ -55,6 +55,11 @@ struct tf_graph {
   tf__graph_edit *edits;
   int n_edits, cap_edits;
   bool internal;        /* node names may begin with '_' (signature.h) */
+  /* While set, each data input given to a node builder is first passed
+   * through input_hook (tf_gradients maps the forward values a gradient
+   * loop reads to pops of the stacks that saved them: gradients_cf.c). */
+  tf_output (*input_hook)(void *arg, tf_output in);
+  void *input_hook_arg;
 };
 
 /* A graph for the system's own use (a signature's pruned graph, its
