@@ -1,9 +1,12 @@
 /* layers_rnn.c: an LSTM layer built as a dynamic loop (tf_while_loop),
- * not unrolled. The input projection x·W + b of every time step is one
- * GEMM before the loop ([time*batch, in] x [in, 4H]); the loop carries
- * (t, h, c) and reads step t of that projection with GatherV2. Gates in
- * Keras's order [i | f | g | o], the same as PyTorch's nn.LSTM:
- *   z = xw[t] + h·U;  c' = σ(f)∘c + σ(i)∘tanh(g);  h' = σ(o)∘tanh(c'). */
+ * not unrolled. The loop carries (t, h, c) and reads step t of the input,
+ * transposed to [time, batch, in] before the loop, with GatherV2. Each step
+ * projects its own input (x_t·W beside h·U): projecting every step in one
+ * GEMM before the loop would be faster forward, but the gradient loop then
+ * accumulates a [time, batch, 4H] gradient for that invariant on every
+ * iteration, instead of [time, batch, in]. Gates in Keras's order
+ * [i | f | g | o], the same as PyTorch's nn.LSTM:
+ *   z = x_t·W + h·U + b;  c' = σ(f)∘c + σ(i)∘tanh(g);  h' = σ(o)∘tanh(c'). */
 #include <string.h>
 
 #include "lib/core/cc/layers_impl.h"
@@ -34,17 +37,17 @@ static tf_code lstm_cond(tf_graph *g, const tf_output *vars, int n_vars,
   return st->code;
 }
 
-/* vars: t, h, c; invariants: xw [time, batch, 4H], U [H, 4H]. */
+/* vars: t, h, c; invariants: x [time, batch, in], W, U, b. */
 static tf_code lstm_body(tf_graph *g, const tf_output *vars, int n_vars,
                          const tf_output *inv, int n_inv, tf_output *next,
                          void *arg, tf_status *st) {
   lstm_loop *lp = arg;
   tf_layers *l = lp->l;
-  tf_output axis0 = tf__layers_scalar(l, TF_INT32, 0, st);
-  tf_output gin[3] = {inv[0], vars[0], axis0};
+  tf_output gin[3] = {inv[0], vars[0], tf__layers_scalar(l, TF_INT32, 0, st)};
   tf_output xt = tf__layers_op(l, "GatherV2", NULL, gin, 3, NULL, 0, st);
-  tf_output z = op2(l, "Add", xt, op2(l, "MatMul", vars[1], inv[1], st), st);
-  tf_output sin[2] = {tf__layers_scalar(l, TF_INT32, 1, st), z};
+  tf_output z = op2(l, "Add", op2(l, "MatMul", xt, inv[1], st),
+                    op2(l, "MatMul", vars[1], inv[2], st), st);
+  tf_output sin[2] = {tf__layers_scalar(l, TF_INT32, 1, st), op2(l, "BiasAdd", z, inv[3], st)};
   tf_attr_kv a[] = {{"num_split", tf_attr_int(4)}};
   tf_output gate = tf__layers_op(l, "Split", NULL, sin, 2, a, 1, st);
   if (st->code != TF_OK) return st->code;
@@ -59,26 +62,18 @@ static tf_code lstm_body(tf_graph *g, const tf_output *vars, int n_vars,
   return st->code;
 }
 
-/* x [batch, time, in] -> xw [time, batch, 4H] = x·W + b, one MatMul. */
-static tf_output project(tf_layers *l, tf_output x, int64_t steps, int64_t in,
-                         int64_t units, tf_output w, tf_output b, tf_status *st) {
-  int32_t perm[3] = {1, 0, 2}, flat[2] = {-1, (int32_t)in};
-  int32_t back[3] = {(int32_t)steps, -1, (int32_t)(4 * units)};
-  tf_output xt = op2(l, "Transpose", x, tf__layers_ivec(l, perm, 3, st), st);
-  tf_output x2 = op2(l, "Reshape", xt, tf__layers_ivec(l, flat, 2, st), st);
-  tf_output xw = op2(l, "BiasAdd", op2(l, "MatMul", x2, w, st), b, st);
-  return op2(l, "Reshape", xw, tf__layers_ivec(l, back, 3, st), st);
-}
-
-/* Zeros [batch, units], batch taken at run time from xw [time, batch, 4H]. */
-static tf_output zero_state(tf_layers *l, tf_output xw, int64_t units, tf_status *st) {
+/* Zeros [batch, units] (no gradient), batch taken at run time from x
+ * [time, batch, in]: zeros [batch, in] times the kernel's first units
+ * columns, a small GEMM once per step. */
+static tf_output zero_state(tf_layers *l, tf_output x, tf_output w, int64_t units,
+                            tf_status *st) {
   int32_t begin[2] = {0, 0}, size[2] = {-1, (int32_t)units};
-  tf_output gin[3] = {xw, tf__layers_scalar(l, TF_INT32, 0, st),
+  tf_output gin[3] = {x, tf__layers_scalar(l, TF_INT32, 0, st),
                       tf__layers_scalar(l, TF_INT32, 0, st)};
-  tf_output x0 = tf__layers_op(l, "GatherV2", NULL, gin, 3, NULL, 0, st);
-  tf_output sin[3] = {op1(l, "ZerosLike", x0, st), tf__layers_ivec(l, begin, 2, st),
-                      tf__layers_ivec(l, size, 2, st)};
-  return tf__layers_op(l, "Slice", NULL, sin, 3, NULL, 0, st);
+  tf_output x0 = op1(l, "ZerosLike", tf__layers_op(l, "GatherV2", NULL, gin, 3, NULL, 0, st), st);
+  tf_output sin[3] = {w, tf__layers_ivec(l, begin, 2, st), tf__layers_ivec(l, size, 2, st)};
+  tf_output ws = tf__layers_op(l, "Slice", NULL, sin, 3, NULL, 0, st);
+  return op1(l, "StopGradient", op2(l, "MatMul", x0, ws, st), st);
 }
 
 static tf_code check_lstm(tf_output x, int64_t units, tf_status *st) {
@@ -102,14 +97,16 @@ tf_output tf__layers_lstm(tf_layers *l, tf_output x, int64_t units, tf_output w,
                           tf_output u, tf_output b, tf_status *st) {
   const tf_shape *s = tf_node_output_shape(x.node, x.index);
   if (st->code != TF_OK) return (tf_output){NULL, 0};
-  tf_output xw = project(l, x, s->dims[1], s->dims[2], units, w, b, st);
-  tf_output inv[2] = {xw, op1(l, "Identity", u, st)};
-  tf_output zero = zero_state(l, xw, units, st);
+  int32_t perm[3] = {1, 0, 2};
+  tf_output xt = op2(l, "Transpose", x, tf__layers_ivec(l, perm, 3, st), st);
+  tf_output inv[4] = {xt, op1(l, "Identity", w, st), op1(l, "Identity", u, st),
+                      op1(l, "Identity", b, st)};
+  tf_output zero = zero_state(l, xt, w, units, st);
   tf_output vars[3] = {tf__layers_scalar(l, TF_INT32, 0, st), zero, zero};
   tf_output res[3];
   lstm_loop lp = {l, (int32_t)s->dims[1]};
   if (st->code != TF_OK ||
-      tf_while_loop(l->g, "while", vars, 3, inv, 2, lstm_cond, lstm_body, &lp, 0, res,
+      tf_while_loop(l->g, "while", vars, 3, inv, 4, lstm_cond, lstm_body, &lp, 0, res,
                     st) != TF_OK) {
     return (tf_output){NULL, 0};
   }

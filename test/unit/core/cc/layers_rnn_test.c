@@ -1,10 +1,13 @@
 /* layers_rnn_test.c: tf_layer_lstm (lib/core/cc/layers_rnn.c) against an
  * independent float64 recomputation of the LSTM recurrence (gates i f g o)
  * on seeded random inputs, weights and bias; its variables and their
- * shapes; a batch size known only at run time; bad inputs. */
+ * shapes; a batch size known only at run time; its gradients (through the
+ * while loop) with respect to the input, both kernels and the bias against
+ * float64 central differences; bad inputs. */
 #include <check.h>
 #include <stdlib.h>
 
+#include "lib/core/cc/layers_impl.h"
 #include "test/unit/core/cc/layers_testlib.h"
 
 /* Assigns a random value in [-0.5, 0.5) to the variable v (its init ran). */
@@ -61,6 +64,29 @@ START_TEST(test_lstm_matches_float64_recurrence) {
 }
 END_TEST
 
+static tf_output lstm_build(tf_graph *g, const tf_output *in, int n_in, void *arg) {
+  tf_layers *l = tf_layers_new(g, 1);
+  tf_status st;
+  tf_status_init(&st);
+  tf_output h = tf__layers_lstm(l, in[0], 3, in[1], in[2], in[3], &st);
+  ck_assert_msg(h.node != NULL, "%s", st.msg);
+  tf_layers_free(l);
+  return h;
+}
+
+/* d loss / d (x, kernel, recurrent_kernel, bias) through the loop and its
+ * gradient loop, against central differences (|err| <= 1e-7 + 1e-6 |num|). */
+START_TEST(test_lstm_gradients) {
+  tt_rng_reseed(tt_seed() ^ 0x1571u);
+  tf_tensor *in[4] = {tt_rand(TF_FLOAT64, tf_shape_of(3, 2, 4, 3), -1, 1),
+                      tt_rand(TF_FLOAT64, tf_shape_of(2, 3, 12), -0.6, 0.6),
+                      tt_rand(TF_FLOAT64, tf_shape_of(2, 3, 12), -0.6, 0.6),
+                      tt_rand(TF_FLOAT64, tf_shape_of(1, 12), -0.3, 0.3)};
+  tt_grad_check(lstm_build, NULL, in, 4, NULL, 1e-7, 1e-6);
+  for (int i = 0; i < 4; i++) tf_tensor_unref(in[i]);
+}
+END_TEST
+
 START_TEST(test_lstm_errors) {
   tf_graph *g = tf_graph_new();
   tf_layers *l = tf_layers_new(g, 1);
@@ -91,6 +117,7 @@ Suite *tt_suite(void) {
   TCase *tc = tcase_create("lstm");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_lstm_matches_float64_recurrence);
+  tcase_add_test(tc, test_lstm_gradients);
   tcase_add_test(tc, test_lstm_errors);
   suite_add_tcase(s, tc);
   return s;
