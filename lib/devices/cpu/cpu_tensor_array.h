@@ -57,8 +57,9 @@ tf_shape tf__ta_element_shape(const tf__tensor_array *ta);
 tf_code tf__ta_write(tf__tensor_array *ta, int64_t index, tf_tensor *value,
                      tf_status *st);
 /* The elements at idx[0..n) as new references in out[0..n) (zeros of the
- * known shape for an unwritten one, else FAILED_PRECONDITION); clears them
- * when the array has clear_after_read. On error out[] holds nothing. */
+ * known shape for an unwritten one, else FAILED_PRECONDITION); clears each
+ * as it is read when the array has clear_after_read, so an index listed
+ * twice is then an error. On error out[] holds nothing. */
 tf_code tf__ta_read(tf__tensor_array *ta, const int64_t *idx, int64_t n,
                     tf_tensor **out, tf_status *st);
 /* The current size. */

@@ -292,18 +292,18 @@ tf_code tf__ta_read(tf__tensor_array *ta, const int64_t *idx, int64_t n,
   int64_t got = 0;
   for (; rc == TF_OK && got < n; got++) {
     rc = read_one(ta, idx[got], &out[got], st);
+    if (rc == TF_OK && ta->clear_after_read) {
+      /* At once, so an index gathered twice is an error, as in TF. */
+      ta_elem *e = &ta->elems[idx[got]];
+      tf_tensor_unref(e->t);
+      e->t = NULL;
+      e->cleared = true;
+    }
   }
   if (rc != TF_OK) {
     for (int64_t i = 0; i + 1 < got; i++) {
       tf_tensor_unref(out[i]);
       out[i] = NULL;
-    }
-  } else if (ta->clear_after_read) {
-    for (int64_t i = 0; i < n; i++) {
-      ta_elem *e = &ta->elems[idx[i]];
-      tf_tensor_unref(e->t);
-      e->t = NULL;
-      e->cleared = true;
     }
   }
   pthread_mutex_unlock(&ta->mu);

@@ -215,6 +215,20 @@ START_TEST(test_clear_after_read) {
 }
 END_TEST
 
+/* With clear_after_read, a gather listing an index twice reads it twice. */
+START_TEST(test_gather_twice) {
+  tf_status st;
+  tf_graph *g = tf_graph_new();
+  tf_tensor_array_options named = {.name = "twice"};
+  tf_tensor_array ta = three(g, 3, &named);
+  tf_output out;
+  ok(tf_tensor_array_gather(g, &ta, cvec(g, 3, (int32_t[]){2, 0, 2}), &out, &st), &st);
+  expect_fail(g, out, TF_FAILED_PRECONDITION, "TensorArray 'twice'",
+              "index 2 was already read", NULL);
+  tf_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_write_once_and_ranges) {
   tf_status st;
   /* A second write at one index. */
@@ -444,6 +458,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_unstack_stack_roundtrip);
   tcase_add_test(tc, test_dynamic_size);
   tcase_add_test(tc, test_clear_after_read);
+  tcase_add_test(tc, test_gather_twice);
   tcase_add_test(tc, test_write_once_and_ranges);
   tcase_add_test(tc, test_unwritten_elements);
   tcase_add_test(tc, test_bad_values);
