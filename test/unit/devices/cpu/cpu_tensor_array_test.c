@@ -397,6 +397,50 @@ START_TEST(test_per_step) {
 }
 END_TEST
 
+/* TensorArrayGradV3 straight: the gradient array has the forward size,
+ * adds a second write at one index, reads unwritten elements as zeros of
+ * the forward element's shape, and freezes a dynamic forward array. */
+static tf_tensor_array grad_of(tf_graph *g, const tf_tensor_array *fwd) {
+  tf_status st;
+  tf_node_builder *b = tf_node_begin(g, "TensorArrayGradV3", NULL);
+  tf_node_add_input(b, fwd->handle);
+  tf_node_add_input(b, fwd->flow);
+  tf_node_set_attr(b, "source", tf_attr_string("test"));
+  tf_node *n = tf_node_finish(b, &st);
+  ck_assert_msg(n != NULL, "%s", st.msg);
+  return (tf_tensor_array){{n, 0}, {n, 1}, fwd->dtype};
+}
+
+START_TEST(test_grad_array) {
+  tf_status st;
+  tf_graph *g = tf_graph_new();
+  tf_tensor_array_options dyn = {.dynamic_size = true, .name = "f"};
+  tf_tensor_array ta;
+  ok(tf_tensor_array_new(g, TF_FLOAT32, ci(g, 0), &dyn, &ta, &st), &st);
+  for (int i = 0; i < 3; i++) {
+    ok(tf_tensor_array_write(g, &ta, ci(g, i), cf(g, SHAPE(2), 10.0 * i), &st), &st);
+  }
+  tf_tensor_array gr = grad_of(g, &ta);
+  ok(tf_tensor_array_write(g, &gr, ci(g, 1), cf(g, SHAPE(2), 1), &st), &st);
+  ok(tf_tensor_array_write(g, &gr, ci(g, 1), cf(g, SHAPE(2), 5), &st), &st);
+  tf_output out[2];
+  ok(tf_tensor_array_stack(g, &gr, &out[0], &st), &st);
+  ok(tf_tensor_array_size(g, &gr, &out[1], &st), &st);
+  tf_tensor *got[2] = {0};
+  ok(run(g, out, 2, got, NULL, &st), &st);
+  expect_values(got[0], SHAPE(3, 2), (double[]){0, 0, 6, 8, 0, 0});
+  ck_assert_int_eq(tf_tensor_get_i64(got[1], 0), 3);
+  tt_free(got, 2);
+  /* The forward array cannot grow any more. */
+  tf_tensor_array after = ta;
+  after.flow = gr.flow;
+  ok(tf_tensor_array_write(g, &after, ci(g, 3), cf(g, SHAPE(2), 0), &st), &st);
+  expect_fail(g, after.flow, TF_INVALID_ARGUMENT, "TensorArray 'f': index 3",
+              "its size is frozen", NULL);
+  tf_graph_free(g);
+}
+END_TEST
+
 /* ---- in a while loop --------------------------------------------------------- */
 
 /* vars: i, flow; invariants: handle, x ([n]). Writes x * i at i. */
@@ -465,6 +509,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_close);
   tcase_add_test(tc, test_strings);
   tcase_add_test(tc, test_per_step);
+  tcase_add_test(tc, test_grad_array);
   tcase_add_test(tc, test_write_in_while_loop);
   suite_add_tcase(s, tc);
   return s;
