@@ -109,6 +109,7 @@ static const char *tf_source(const tf_op_def *op) {
       {"reduction", "math_ops.cc"}, {"nn", "nn_ops.cc"},
       {"queue", "data_flow_ops.cc"}, {"accumulator", "data_flow_ops.cc"},
       {"stack", "data_flow_ops.cc"},
+      {"tensor_array", "data_flow_ops.cc"},
       {"random", "random_ops.cc"},
       {"candidate_sampling", "candidate_sampling_ops.cc"},
       {"sendrecv", "sendrecv_ops.cc"}, {"state", "state_ops.cc"},

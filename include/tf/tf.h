@@ -17,6 +17,7 @@
 #include "tf/session.h"
 #include "tf/status.h"
 #include "tf/tensor.h"
+#include "tf/tensor_array.h"
 #include "tf/tls.h"
 #include "tf/train.h"
 #include "tf/version.h"

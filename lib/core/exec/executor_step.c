@@ -50,6 +50,7 @@ static void finish_step(void *step) {
   tf_status st;
   tf_cancel_reason(s->ctx->cancel, &st);
   tf__frame_free_all(s);
+  tf_step_ctx_free_resources(s->ctx);
   tf_exec_done_fn done = s->done;
   void *arg = s->done_arg;
   pthread_mutex_destroy(&s->mu);

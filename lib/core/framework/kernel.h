@@ -41,6 +41,10 @@ typedef struct tf_step_ctx {
   /* The step's rendezvous for _Send/_Recv (rendezvous.h); NULL when the
    * step has none, and then those ops fail with FAILED_PRECONDITION. */
   tf_rendezvous *rendezvous;
+  /* Resources that live for this step only (TensorArrays): callers leave
+   * it NULL; tf_kernel_step_resources makes it on first use and the
+   * executor frees it when the step ends. */
+  tf_resource_mgr *_Atomic step_resources;
 } tf_step_ctx;
 
 typedef struct tf_kernel_ctx {
@@ -132,6 +136,13 @@ void tf_kernel_set_ref_output(tf_kernel_ctx *ctx, int i, tf_resource *r);
 /* The step, or FAILED_PRECONDITION "<node> (<op>): needs a session (it
  * uses variables or queues)" when the kernel runs eagerly. */
 tf_code tf_kernel_need_step(tf_kernel_ctx *ctx);
+/* The step's own resource manager (tf_step_ctx.step_resources), made on
+ * first use, in *out (borrowed: valid until the step ends); fails as
+ * tf_kernel_need_step when the kernel runs eagerly. */
+tf_code tf_kernel_step_resources(tf_kernel_ctx *ctx, tf_resource_mgr **out);
+/* Frees step->step_resources (NULL-safe) and clears it; the executor calls
+ * it when the step's last node has finished. */
+void tf_step_ctx_free_resources(tf_step_ctx *step);
 /* Sets ctx->status to code with "<node> (<op>): <message>"; returns code. */
 tf_code tf_kernel_error(tf_kernel_ctx *ctx, tf_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -2,6 +2,7 @@
  * once from the families linked in, plus the kernel-context helpers
  * kernels call (output allocation, errors) and a synchronous runner. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,29 @@ tf_code tf_kernel_need_step(tf_kernel_ctx *ctx) {
   if (ctx->step != NULL) return TF_OK;
   return tf_kernel_error(ctx, TF_FAILED_PRECONDITION, "needs a session (it "
                          "uses variables or queues)");
+}
+
+tf_code tf_kernel_step_resources(tf_kernel_ctx *ctx, tf_resource_mgr **out) {
+  *out = NULL;
+  TF_TRY(tf_kernel_need_step(ctx));
+  tf_resource_mgr *m = atomic_load(&ctx->step->step_resources);
+  if (m == NULL) {
+    tf_resource_mgr *fresh = tf_resource_mgr_new();
+    /* Two kernels may race to make it: the loser frees its own. */
+    if (atomic_compare_exchange_strong(&ctx->step->step_resources, &m, fresh)) {
+      m = fresh;
+    } else {
+      tf_resource_mgr_free(fresh);
+    }
+  }
+  *out = m;
+  return TF_OK;
+}
+
+void tf_step_ctx_free_resources(tf_step_ctx *step) {
+  if (step != NULL) {
+    tf_resource_mgr_free(atomic_exchange(&step->step_resources, NULL));
+  }
 }
 
 tf_code tf_kernel_run_node(const tf_node *n, tf_device *dev,
