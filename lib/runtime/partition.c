@@ -41,12 +41,11 @@ typedef struct pbuild {
 } pbuild;
 
 /* The control loop of one (frame, device): Enter of a dummy value, Merge,
- * Switch on the frame's predicate, Identity of its true side (body),
- * NextIteration and Exit. Names borrowed from the partition's nodes. */
+ * Switch on the frame's predicate, Identity of its true side, NextIteration
+ * and Exit. merge is borrowed from the partition's node. */
 typedef struct cloop {
   bool wanted;
   const char *merge;
-  const char *body;
 } cloop;
 
 typedef struct parter {
@@ -371,12 +370,15 @@ static pnode *cl_node(parter *p, const char *frame, int d, const char *what, con
 }
 
 /* The start of frame f's control loop on d: a dummy Const in the root
- * frame, or the body side of the enclosing frame's control loop (dead in
- * its last iteration, as the original inner loop's Enters are). */
+ * frame, or the enclosing frame's control-loop Merge, so that the control
+ * loop starts once per iteration of the enclosing frame, as the frame's
+ * own Enters do. How many iterations it runs is up to the predicate alone:
+ * a dead one (a loop in an untaken branch, or in the last iteration of an
+ * enclosing loop, runs one dead iteration) stops it like a false one. */
 static const char *cl_start(parter *p, int f, int d) {
   const tf__frame *fr = &p->frames.frames[f];
   if (fr->parent > 0) {
-    return p->cl[fr->parent * p->nd + d].body;
+    return p->cl[fr->parent * p->nd + d].merge;
   }
   pnode *c = cl_node(p, fr->name, d, "start", "Const", NULL, NULL);
   c->value = tf_tensor_scalar_f32(0.0f);
@@ -423,7 +425,6 @@ static void emit_cloop(parter *p, int f, int d) {
   pnode *sw = cl_node(p, fr->name, d, "switch", "Switch", m->def.name, pred);
   sw->owned[2] = tf__xasprintf("%s:1", sw->def.name);
   pnode *body = cl_node(p, fr->name, d, "body", "Identity", sw->owned[2], NULL);
-  c->body = body->def.name;
   pnode *nx = new_node(next, "NextIteration", p->devs[d].name);
   nx->in[0] = body->def.name;
   nx->def.n_inputs = 1;

@@ -5,7 +5,9 @@
  * loop per frame it takes part in, and the partitions, run by one executor
  * each in its own thread over one rendezvous, fetch bitwise what a local
  * session fetches from the whole graph, for parallel_iterations 1 and 4
- * and two different inputs. Also: what cannot be split is refused with
+ * and two different inputs; the same for a split loop inside a cond, taken
+ * in one step and untaken (dead on every device) in the next, and a split
+ * loop in the condition of a split loop (live in its last iteration). Also: what cannot be split is refused with
  * the edge and the frame named. */
 #include <check.h>
 #include <pthread.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "lib/core/base/util.h"
+#include "lib/core/graph/algorithm.h"
 #include "lib/rendezvous/rendezvous_mgr.h"
 #include "lib/runtime/partition.h"
 #include "test/unit/core/exec/exec_testlib.h"
@@ -102,26 +105,19 @@ static tf_code outer_body(tf_graph *g, const tf_output *v, int nv, const tf_outp
   return TF_OK;
 }
 
-/* fetch: the loop's i and v, and x + v on d2 after it. */
-static void build(tf_graph *g, bool partitioned, int par, tf_output *fetch) {
+/* x: an _Arg when partitioned, else a Placeholder. */
+static tf_node *input(tf_graph *g, bool partitioned) {
   tt_rng_reseed(tt_seed() ^ 0x100b);
-  tf_node *x;
   if (partitioned) {
     tf_attr_kv a[] = {{"T", tf_attr_type_v(TF_FLOAT32)}, {"index", tf_attr_int(0)},
                       {"shape", tf_attr_shape(tf_shape_of(2, 3, 3))}};
-    x = tt_node(g, "_Arg", "x", NULL, 0, a, 3);
-  } else {
-    x = tt_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, 3, 3));
+    return tt_node(g, "_Arg", "x", NULL, 0, a, 3);
   }
-  tf_node *w = tt_const(g, "w", tt_rand(TF_FLOAT32, tf_shape_of(2, 3, 3), -1, 1));
-  tf_node *i0 = tt_const(g, "i0", tf_tensor_scalar_i32(0));
-  tf_output out[2];
-  tf_status st;
-  ck_assert_msg(tf_while_loop(g, "outer", (tf_output[]){o0(i0), o0(x)}, 2,
-                              (tf_output[]){o0(w)}, 1, outer_cond, outer_body, NULL, par, out,
-                              &st) == TF_OK, "%s", st.msg);
-  tf_node *y = on(g, "Add", "y", (tf_output[]){o0(x), out[1]}, 2, D2);
-  tf_output f[NFETCH] = {out[0], out[1], o0(y)};
+  return tt_placeholder(g, "x", TF_FLOAT32, tf_shape_of(2, 3, 3));
+}
+
+/* fetch[k] = f[k], with a _Retval each when partitioned. */
+static void fetches(tf_graph *g, bool partitioned, const tf_output *f, tf_output *fetch) {
   for (int k = 0; k < NFETCH; k++) {
     fetch[k] = f[k];
     if (partitioned) {
@@ -132,6 +128,108 @@ static void build(tf_graph *g, bool partitioned, int par, tf_output *fetch) {
   }
 }
 
+/* fetch: the loop's i and v, and x + v on d2 after it. */
+static void build(tf_graph *g, bool partitioned, int par, tf_output *fetch) {
+  tf_node *x = input(g, partitioned);
+  tf_node *w = tt_const(g, "w", tt_rand(TF_FLOAT32, tf_shape_of(2, 3, 3), -1, 1));
+  tf_node *i0 = tt_const(g, "i0", tf_tensor_scalar_i32(0));
+  tf_output out[2];
+  tf_status st;
+  ck_assert_msg(tf_while_loop(g, "outer", (tf_output[]){o0(i0), o0(x)}, 2,
+                              (tf_output[]){o0(w)}, 1, outer_cond, outer_body, NULL, par, out,
+                              &st) == TF_OK, "%s", st.msg);
+  tf_node *y = on(g, "Add", "y", (tf_output[]){o0(x), out[1]}, 2, D2);
+  fetches(g, partitioned, (tf_output[]){out[0], out[1], o0(y)}, fetch);
+}
+
+static tf_code bl_cond(tf_graph *g, const tf_output *v, int nv, const tf_output *inv, int ni,
+                       tf_output *pred, void *arg, tf_status *st) {
+  tf_node *lim = tt_const(g, "lim", tf_tensor_scalar_i32(4));
+  *pred = o0(on(g, "Less", "less", (tf_output[]){v[0], o0(lim)}, 2, D0));
+  return TF_OK;
+}
+
+static tf_code bl_body(tf_graph *g, const tf_output *v, int nv, const tf_output *inv, int ni,
+                       tf_output *next, void *arg, tf_status *st) {
+  tf_node *one = tt_const(g, "one", tf_tensor_scalar_i32(1));
+  next[0] = o0(on(g, "Add", "inc", (tf_output[]){v[0], o0(one)}, 2, D0));
+  tf_node *k = tt_const(g, "k", tf_tensor_scalar_f32(0.9f));
+  tf_node *m = on(g, "Mul", "scale", (tf_output[]){v[1], o0(k)}, 2, D1);
+  next[1] = o0(on(g, "Tanh", "tanh", (tf_output[]){o0(m)}, 1, D2));
+  return TF_OK;
+}
+
+/* The true branch: a loop over d0, d1 and d2 (4 trips of v = tanh(0.9 v)). */
+static tf_code br_loop(tf_graph *g, const tf_output *in, int n_in, tf_output *out, int n_out,
+                       void *arg, tf_status *st) {
+  tf_node *i0 = tt_const(g, "i0", tf_tensor_scalar_i32(0));
+  tf_output lo[2];
+  TF_TRY(tf_while_loop(g, "bl", (tf_output[]){o0(i0), in[0]}, 2, NULL, 0, bl_cond, bl_body,
+                       NULL, *(int *)arg, lo, st));
+  out[0] = lo[1];
+  return TF_OK;
+}
+
+static tf_code br_neg(tf_graph *g, const tf_output *in, int n_in, tf_output *out, int n_out,
+                      void *arg, tf_status *st) {
+  out[0] = o0(on(g, "Neg", "neg", in, 1, D2));
+  return TF_OK;
+}
+
+/* fetch: c = sum(x) > 0 ? the loop over x : -x, the predicate, x + c. */
+static void build_in_cond(tf_graph *g, bool partitioned, int par, tf_output *fetch) {
+  tf_node *x = input(g, partitioned);
+  tf_node *axes = tt_const(g, "axes", tf_tensor_vec_i32(2, (int32_t[]){0, 1}));
+  tf_node *sum = on(g, "Sum", "sum", (tf_output[]){o0(x), o0(axes)}, 2, D1);
+  tf_node *zero = tt_const(g, "zero", tf_tensor_scalar_f32(0));
+  tf_node *p = on(g, "Greater", "pos", (tf_output[]){o0(sum), o0(zero)}, 2, D0);
+  tf_output c;
+  tf_status st;
+  ck_assert_msg(tf_cond(g, "sel", o0(p), (tf_output[]){o0(x)}, 1, br_loop, br_neg, &par, &c, 1,
+                        &st) == TF_OK, "%s", st.msg);
+  tf_node *y = on(g, "Add", "y", (tf_output[]){o0(x), c}, 2, D2);
+  fetches(g, partitioned, (tf_output[]){c, o0(p), o0(y)}, fetch);
+}
+
+/* An outer loop whose condition runs a split loop (2 trips of u *= 0.5,
+ * Mul on d1, counter on d0, its cond on d2): i < 3 and sum(u) < 1e30. The
+ * inner loop runs live in every outer iteration, the last included. */
+static tf_code cl_cond(tf_graph *g, const tf_output *v, int nv, const tf_output *inv, int ni,
+                       tf_output *pred, void *arg, tf_status *st) {
+  tf_node *j0 = tt_const(g, "j0", tf_tensor_scalar_i32(0));
+  tf_output lo[2];
+  TF_TRY(tf_while_loop(g, "inner", (tf_output[]){o0(j0), v[1]}, 2, NULL, 0, inner_cond,
+                       inner_body, NULL, 0, lo, st));
+  tf_node *axes = tt_const(g, "axes", tf_tensor_vec_i32(2, (int32_t[]){0, 1}));
+  tf_node *sum = on(g, "Sum", "sum", (tf_output[]){lo[1], o0(axes)}, 2, D1);
+  tf_node *big = tt_const(g, "big", tf_tensor_scalar_f32(1e30f));
+  tf_node *fin = on(g, "Less", "finite", (tf_output[]){o0(sum), o0(big)}, 2, D2);
+  tf_node *lim = tt_const(g, "lim", tf_tensor_scalar_i32(3));
+  tf_node *lt = on(g, "Less", "less", (tf_output[]){v[0], o0(lim)}, 2, D0);
+  *pred = o0(on(g, "LogicalAnd", "and", (tf_output[]){o0(lt), o0(fin)}, 2, D0));
+  return TF_OK;
+}
+
+static tf_code cl_body(tf_graph *g, const tf_output *v, int nv, const tf_output *inv, int ni,
+                       tf_output *next, void *arg, tf_status *st) {
+  tf_node *one = tt_const(g, "one", tf_tensor_scalar_i32(1));
+  next[0] = o0(on(g, "Add", "inc", (tf_output[]){v[0], o0(one)}, 2, D0));
+  next[1] = o0(on(g, "Tanh", "tanh", (tf_output[]){v[1]}, 1, D2));
+  return TF_OK;
+}
+
+/* fetch: the outer loop's i and v, and x + v. */
+static void build_loop_in_cond_fn(tf_graph *g, bool partitioned, int par, tf_output *fetch) {
+  tf_node *x = input(g, partitioned);
+  tf_node *i0 = tt_const(g, "i0", tf_tensor_scalar_i32(0));
+  tf_output out[2];
+  tf_status st;
+  ck_assert_msg(tf_while_loop(g, "outer", (tf_output[]){o0(i0), o0(x)}, 2, NULL, 0, cl_cond,
+                              cl_body, NULL, par, out, &st) == TF_OK, "%s", st.msg);
+  tf_node *y = on(g, "Add", "y", (tf_output[]){o0(x), out[1]}, 2, D2);
+  fetches(g, partitioned, (tf_output[]){out[0], out[1], o0(y)}, fetch);
+}
+
 /* The placer's assignment; at least one edge inside a frame must cross
  * devices, or the test would show nothing. */
 static int *place(const tf_graph *g) {
@@ -140,15 +238,17 @@ static int *place(const tf_graph *g) {
   tf_status st;
   tf_place_opts o = {0};
   ck_assert_msg(tf_place(g, devs3, NDEV, &o, as, &st) == TF_OK, "%s", st.msg);
+  tf__frames fr;
+  ck_assert_msg(tf__graph_frames(g, &fr, &st) == TF_OK, "%s", st.msg);
   int crossing = 0;
   for (int i = 0; i < nn; i++) {
     tf_node *v = tf_graph_node(g, i);
     for (int k = 0; k < tf_node_num_inputs(v); k++) {
       tf_node *s = tf_node_input(v, k).node;
-      crossing += as[tf_node_id(s)] != as[i] && strncmp(tf_node_name(s), "outer/", 6) == 0 &&
-                  strncmp(tf_node_name(v), "outer/", 6) == 0;
+      crossing += as[tf_node_id(s)] != as[i] && fr.out_frame[tf_node_id(s)] != 0;
     }
   }
+  tf__frames_fini(&fr);
   ck_assert_int_gt(crossing, 3);
   return as;
 }
@@ -222,8 +322,10 @@ static void assert_bitwise(const tf_tensor *a, const tf_tensor *b, const char *w
   ck_assert_msg(memcmp(a->data, b->data, a->nbytes) == 0, "%s: values differ", what);
 }
 
+typedef void (*build_fn)(tf_graph *g, bool partitioned, int par, tf_output *fetch);
+
 /* The reference: the whole graph in a local session. */
-static void run_local(int par, tf_tensor *x, tf_tensor **want) {
+static void run_local(build_fn build, int par, tf_tensor *x, tf_tensor **want) {
   tf_graph *ref = tf_graph_new();
   tf_output rf[NFETCH];
   build(ref, false, par, rf);
@@ -244,7 +346,10 @@ static void run_local(int par, tf_tensor *x, tf_tensor **want) {
   tf_graph_free(ref);
 }
 
-static void check_split(int par) {
+/* Partitions build's graph over three devices (each with at least
+ * min_loops control loops in all) and runs two steps against a local
+ * session: x in (0.05, 1), then -2x - 0.25. */
+static void check_split(build_fn build, int par, int min_loops, int trips) {
   tf_graph *g = tf_graph_new();
   tf_output fetch[NFETCH];
   build(g, true, par, fetch);
@@ -267,20 +372,24 @@ static void check_split(int par) {
     tf_executor_opts eo = {.device = &dev[k]};
     ck_assert_msg(tf_executor_new(p[k].g, &eo, &ex[k], &st) == TF_OK, "%s", st.msg);
   }
-  ck_assert_int_ge(loops, 2 * NDEV); /* both frames on every device */
+  ck_assert_int_ge(loops, min_loops);
   tf_rdv_mgr *mgr = tf_rdv_mgr_new(TASK, 60000, NULL, NULL);
   tf_resource_mgr *res = tf_resource_mgr_new();
-  tf_tensor *x = tt_rand(TF_FLOAT32, tf_shape_of(2, 3, 3), -1, 1);
+  tf_tensor *x = tt_rand(TF_FLOAT32, tf_shape_of(2, 3, 3), 0.05, 1);
   for (int step = 0; step < 2; step++) {
     if (step == 1) {
       float *xv = x->data;
       for (int i = 0; i < 9; i++) {
-        xv[i] = 2.0f * xv[i] + 0.25f;
+        xv[i] = -2.0f * xv[i] - 0.25f;
       }
     }
     tf_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
-    run_local(par, x, want);
-    ck_assert_int_eq(((int32_t *)want[0]->data)[0], TRIPS);
+    run_local(build, par, x, want);
+    if (trips > 0) {
+      ck_assert_int_eq(((int32_t *)want[0]->data)[0], trips);
+    } else { /* the cond: the loop's branch, then the other */
+      ck_assert_int_eq(((bool *)want[1]->data)[0], step == 0);
+    }
     run_parts(p, n, ex, mgr, res, (uint64_t)step + 1, x, got);
     for (int k = 0; k < NFETCH; k++) {
       char what[32];
@@ -302,10 +411,26 @@ static void check_split(int par) {
   tf_graph_free(g);
 }
 
-START_TEST(test_split_loop_serial) { check_split(1); }
+START_TEST(test_split_loop_serial) { check_split(build, 1, 2 * NDEV, TRIPS); }
 END_TEST
 
-START_TEST(test_split_loop_parallel) { check_split(4); }
+START_TEST(test_split_loop_parallel) { check_split(build, 4, 2 * NDEV, TRIPS); }
+END_TEST
+
+/* A split loop in a cond branch: taken in step 1, dead on every device in
+ * step 2 (its control loops start after the branch's value). */
+/* A split loop in the condition of another: it runs live in the outer
+ * loop's last iteration too, on every device. */
+START_TEST(test_split_loop_in_loop_cond) {
+  check_split(build_loop_in_cond_fn, 1, 2 * NDEV, 3);
+  check_split(build_loop_in_cond_fn, 2, 2 * NDEV, 3);
+}
+END_TEST
+
+START_TEST(test_split_loop_in_cond) {
+  check_split(build_in_cond, 1, NDEV, 0);
+  check_split(build_in_cond, 3, NDEV, 0);
+}
 END_TEST
 
 /* A frame without a LoopCond cannot be split: no predicate drives the
@@ -367,6 +492,8 @@ Suite *tt_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_split_loop_serial);
   tcase_add_test(tc, test_split_loop_parallel);
+  tcase_add_test(tc, test_split_loop_in_cond);
+  tcase_add_test(tc, test_split_loop_in_loop_cond);
   tcase_add_test(tc, test_no_loop_cond);
   tcase_add_test(tc, test_enter_consumer_refused);
   suite_add_tcase(s, tc);
