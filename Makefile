@@ -143,7 +143,7 @@ LINK_TF := -Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive
 # Keep test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps check lint test-run chaos demo-local bench-matmul bench-executor bench-dist bench-replicas bench-tstream bench-train soak docs clean info demo fuzz \
+.PHONY: all deps check lint test-run chaos demo-local bench-matmul bench-executor bench-loop bench-dist bench-replicas bench-tstream bench-train soak docs clean info demo fuzz \
         install uninstall
 all: info $(STATIC) $(SHARED_LINKS) $(CMD_BINS)
 
@@ -289,6 +289,11 @@ bench-train: deps
 bench-executor: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_executor
 	@$(BUILD)/bench/bench_executor
+
+# bench-loop: parallel_iterations' speedup and a long loop's peak memory.
+bench-loop: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_loop
+	@$(BUILD)/bench/bench_loop
 
 # bench-dist: the loopback figures; starts build/bin/tfmaster and
 # build/bin/tfworker (a 1 master, 1 ps, 1 worker cluster on free ports).
