@@ -16,8 +16,11 @@
  *    run and scales it by their sum to make the next loop value. The
  *    CPU allocator's peak above what was in use before the Run, for 1,000
  *    and 100,000 iterations at parallel_iterations = 8 and for 100,000 at
- *    32: it follows the window, not the trip count
- *    (mem_peak_ratio_100k_vs_1k, goal close to 1).
+ *    32, with the bound the window sets, (window + 1) x 64 KiB (each live
+ *    iteration's tensor and the one passed to the next): the peak stays
+ *    under it whatever the trip count (mem_peak_ratio_100k_vs_1k, goal
+ *    <= 1; how close to the bound depends on how far the counter runs
+ *    ahead of the bodies, which the scheduling decides).
  * Each loop's value is checked. */
 #include <stdint.h>
 #include <stdio.h>
@@ -246,6 +249,8 @@ int main(void) {
   printf("mem_peak_kib_1k_par8: %.0f\nmem_peak_kib_100k_par8: %.0f (%.2f s)\n", m1k / 1024,
          m100k / 1024, s100k);
   printf("mem_peak_kib_100k_par32: %.0f (%.2f s)\n", m100k32 / 1024, s100k32);
+  printf("mem_window_bound_kib_par8: %d\nmem_window_bound_kib_par32: %d\n",
+         (8 + 1) * MEM_ELEMS * 4 / 1024, (32 + 1) * MEM_ELEMS * 4 / 1024);
   printf("mem_peak_ratio_100k_vs_1k: %.2f\n", m100k / m1k);
   return 0;
 }
