@@ -112,23 +112,26 @@ static void schedule(exec_step *s, tf_workq *runner, const tagged *t) {
 static void distribute(exec_step *s, ready_list *ready, ready_list *stack) {
   if (ready->n == 0) return; /* the step may be gone */
   tf_workq *runner = s->e->runner;
-  bool keep = runner == NULL || (!tf_thread_is_responsive() && stack->n_expensive == 0);
+  int keep = -1;
+  for (int i = 0; runner != NULL && stack->n_expensive == 0 && keep < 0 && i < ready->n &&
+                  !tf_thread_is_responsive();
+       i++) {
+    if (expensive(s, &ready->v[i])) keep = i;
+  }
+  if (keep >= 0) {
+    tf__ready_push(stack, ready->v[keep]);
+    stack->n_expensive++;
+  }
+  /* Entries not yet handed on keep the step alive: read none after the
+   * last one went to the runner. */
   for (int i = 0; i < ready->n; i++) {
     const tagged *t = &ready->v[i];
-    if (runner != NULL && !expensive(s, t)) {
-      continue;
-    }
-    if (keep) {
-      tf__ready_push(stack, *t);
-      stack->n_expensive += expensive(s, t);
-      keep = runner == NULL;
-    } else {
+    if (i == keep) continue;
+    if (runner != NULL && expensive(s, t)) {
       schedule(s, runner, t);
-    }
-  }
-  for (int i = 0; i < ready->n && runner != NULL; i++) {
-    if (!expensive(s, &ready->v[i])) {
-      tf__ready_push(stack, ready->v[i]);
+    } else {
+      stack->n_expensive += expensive(s, t);
+      tf__ready_push(stack, *t);
     }
   }
   ready->n = 0;
