@@ -4,8 +4,8 @@
  * edges travel as a dummy Const's value. Nodes are emitted in a
  * topological order so each partition imports with topological ids, as
  * the executor needs. A while loop split over devices gets a control loop
- * on each device an edge of its frame touches (partition_loop section
- * below, EuroSys 2018 section 4, TensorFlow's AddControlLoop). */
+ * on each device an edge of its frame touches (the "control loops"
+ * section below; EuroSys 2018 section 4, TensorFlow's AddControlLoop). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
