@@ -290,6 +290,7 @@ bench-executor: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_executor
 	@$(BUILD)/bench/bench_executor
 
+# bench-loop: parallel_iterations' speedup and a long loop's peak memory.
 bench-loop: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_loop
 	@$(BUILD)/bench/bench_loop

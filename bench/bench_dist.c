@@ -18,8 +18,14 @@
  *    auth_null_step_us, auth_dense_step_ms and their ratios to the steps
  *    without it, auth_null_ratio (goal <= 1.2) and auth_dense_ratio
  *    (goal <= 1.1), the two clusters run one after the other in this run.
- * The last two lines are null_step_vs_rtt (goal <= 3) and dense_vs_tcp
- * (goal >= 0.8).
+ * 6. dist_loop_iter_us: a null while loop split over the two tasks (the
+ *    LoopCond and the counter's Merge on the worker, the body's Add on the
+ *    ps; the partitioner gives the ps a control loop driven by the
+ *    predicate the worker sends every iteration), LOOP_TRIPS iterations in
+ *    one step: the step's time / LOOP_TRIPS, on the first cluster, and its
+ *    ratio to rpc_rtt_us, dist_loop_iter_vs_rtt (goal <= 1.5).
+ * The last three lines are null_step_vs_rtt (goal <= 3), dense_vs_tcp
+ * (goal >= 0.8) and dist_loop_iter_vs_rtt.
  * With --tls (or TF_BENCH_TLS=1) it then runs 2. and 3. again on a cluster
  * on tls+tcp (certificates from scripts/make-certs.sh) and prints
  * tls_null_step_us, tls_dense_step_ms, tls_dense_gbps and the ratios to the
@@ -58,6 +64,8 @@
 #define DENSE_ELEMS 25000000LL
 #define DENSE_BYTES (DENSE_ELEMS * 4)
 #define DENSE_WARMUP 3
+#define LOOP_TRIPS 2000
+#define LOOP_REPS 7
 #define DENSE_REPS 10
 #define SOAK_NULL 10000
 #define SOAK_DENSE 1000
@@ -209,6 +217,90 @@ static double step(tf_session *s, const char *fetch, double want) {
     bc_die("step fetching %s returned %g, expected %g", fetch, got, want);
   }
   return t;
+}
+
+/* ---- 6. a while loop split over two tasks ---- */
+
+static tf_code loop_cond(tf_graph *g, const tf_output *v, int nv, const tf_output *inv, int ni,
+                         tf_output *pred, void *arg, tf_status *st) {
+  tf_output in[2] = {v[0], inv[0]};
+  tf_node_builder *b = tf_node_begin(g, "Less", "less");
+  tf_node_add_input(b, in[0]);
+  tf_node_add_input(b, in[1]);
+  tf_node_set_device(b, WORKER);
+  tf_node *n = tf_node_finish(b, st);
+  *pred = (tf_output){n, 0};
+  return n != NULL ? TF_OK : st->code;
+}
+
+static tf_code loop_body(tf_graph *g, const tf_output *v, int nv, const tf_output *inv, int ni,
+                         tf_output *next, void *arg, tf_status *st) {
+  tf_tensor *one = tf_tensor_scalar_i32(1);
+  tf_attr_kv a[] = {{"dtype", tf_attr_type_v(TF_INT32)}, {"value", tf_attr_tensor(one)}};
+  tf_node *c = add_node(g, "Const", "one", PS, NULL, a, 2);
+  tf_node_builder *b = tf_node_begin(g, "Add", "inc");
+  tf_node_add_input(b, v[0]);
+  tf_node_add_input(b, (tf_output){c, 0});
+  tf_node_set_device(b, PS);
+  tf_node *n = tf_node_finish(b, st);
+  tf_tensor_unref(one);
+  next[0] = (tf_output){n, 0};
+  return n != NULL ? TF_OK : st->code;
+}
+
+/* i = 0; while (i < n) i = i + 1, n fed; "loop_out" is the final i. */
+static tf_graph *build_loop_graph(void) {
+  tf_graph *g = tf_graph_new();
+  tf_attr_kv pa[] = {{"dtype", tf_attr_type_v(TF_INT32)},
+                     {"shape", tf_attr_shape(tf_shape_scalar())}};
+  tf_node *n = add_node(g, "Placeholder", "n", WORKER, NULL, pa, 2);
+  tf_tensor *zero = tf_tensor_scalar_i32(0);
+  tf_attr_kv za[] = {{"dtype", tf_attr_type_v(TF_INT32)}, {"value", tf_attr_tensor(zero)}};
+  tf_node *i0 = add_node(g, "Const", "i0", WORKER, NULL, za, 2);
+  tf_tensor_unref(zero);
+  tf_output v0 = {i0, 0}, inv = {n, 0}, out;
+  tf_status st;
+  if (tf_while_loop(g, "loop", &v0, 1, &inv, 1, loop_cond, loop_body, NULL, 0, &out, &st) !=
+      TF_OK) {
+    bc_die("building the loop: %s", st.msg);
+  }
+  add_node(g, "Identity", "loop_out", WORKER, &out, NULL, 0);
+  return g;
+}
+
+/* One step of trips iterations; returns its seconds. */
+static double loop_step(tf_session *s, int trips) {
+  tf_run_options ro = {.timeout_ms = STEP_TIMEOUT_MS};
+  tf_tensor *n = tf_tensor_scalar_i32(trips), *out = NULL;
+  const char *feed = "n", *fetch = "loop_out:0";
+  tf_status st;
+  tf_status_init(&st);
+  double t0 = bc_now_s();
+  if (tf_session_run(s, &ro, &feed, &n, 1, &fetch, &out, 1, NULL, 0, NULL, &st) != TF_OK) {
+    bc_die("loop step of %d iterations: %s", trips, st.msg);
+  }
+  double t = bc_now_s() - t0;
+  int got = (int)tf_tensor_get_f64(out, 0);
+  tf_tensor_unref(out);
+  tf_tensor_unref(n);
+  if (got != trips) {
+    bc_die("loop step returned %d, expected %d", got, trips);
+  }
+  return t;
+}
+
+/* The median seconds per iteration of a LOOP_TRIPS-iteration step. */
+static double bench_loop(void) {
+  tf_graph *g = build_loop_graph();
+  tf_session *s = bc_open_session(0, g);
+  static double t[LOOP_REPS];
+  loop_step(s, 100);
+  for (int i = 0; i < LOOP_REPS; i++) {
+    t[i] = loop_step(s, LOOP_TRIPS) / LOOP_TRIPS;
+  }
+  tf_session_free(s);
+  tf_graph_free(g);
+  return bc_quantile(t, LOOP_REPS, 0.5);
 }
 
 /* ---- 4. raw loopback TCP ---- */
@@ -464,6 +556,7 @@ int main(int argc, char **argv) {
   bc_start(bin_dir_arg(argc, argv), 1, 1, 30000);
   double null_med, null_p90, dense_med;
   bench_steps(&null_med, &null_p90, &dense_med);
+  double loop_iter = bench_loop();
   bc_stop();
   double dense_gbps = (double)DENSE_BYTES / dense_med / 1e9;
   printf("null_step_us: %.1f\nnull_step_p90_us: %.1f\n", null_med * 1e6, null_p90 * 1e6);
@@ -485,6 +578,8 @@ int main(int argc, char **argv) {
   printf("tcp_ms: %.2f\ntcp_gbps: %.3f\n", tcp_med * 1e3, tcp_gbps);
   printf("null_step_vs_rtt: %.2f\n", null_med * 1e6 / rtt_med);
   printf("dense_vs_tcp: %.2f\n", dense_gbps / tcp_gbps);
+  printf("dist_loop_iter_us: %.1f\n", loop_iter * 1e6);
+  printf("dist_loop_iter_vs_rtt: %.2f\n", loop_iter * 1e6 / rtt_med);
   if (tls_arg(argc, argv)) {
     bench_tls(bin_dir_arg(argc, argv), null_med, dense_med);
   }

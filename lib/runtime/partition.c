@@ -3,7 +3,9 @@
  * device's graph and one _Recv per (tensor, destination device); control
  * edges travel as a dummy Const's value. Nodes are emitted in a
  * topological order so each partition imports with topological ids, as
- * the executor needs. */
+ * the executor needs. A while loop split over devices gets a control loop
+ * on each device an edge of its frame touches (the "control loops"
+ * section below; EuroSys 2018 section 4, TensorFlow's AddControlLoop). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +30,7 @@ typedef struct pnode {
   tf_node_def def;
   bool from_graph;   /* def came from tf_node_to_def */
   char *owned[4];    /* name and strings of a new node */
-  const char *in[1]; /* a new node's inputs */
+  const char *in[2]; /* a new node's inputs */
   tf_attr_kv kv[8];  /* a new node's attrs */
   tf_tensor *value;  /* the dummy Const's tensor */
 } pnode;
@@ -38,9 +40,17 @@ typedef struct pbuild {
   int n, cap;
 } pbuild;
 
+/* The control loop of one (frame, device): Enter of a dummy value, Merge,
+ * Switch on the frame's predicate, Identity of its true side, NextIteration
+ * and Exit. merge is borrowed from the partition's node. */
+typedef struct cloop {
+  bool wanted;
+  const char *merge;
+} cloop;
+
 typedef struct parter {
   const tf_graph *g;
-  const int *assign;
+  const int *assign;  /* the effective device of each node (see fix_devices) */
   const tf_place_device *devs;
   const uint64_t *inc;
   int nd;
@@ -49,6 +59,9 @@ typedef struct parter {
   xfer **xs;          /* per source node */
   int *n_xs;
   tf__strmap names;   /* generated names */
+  const tf_node **cond; /* per frame: its LoopCond (NULL: none) */
+  cloop *cl;          /* per frame * nd + device */
+  int *dev;           /* owns assign: the caller's, after fix_devices */
   pbuild *parts;      /* per device */
   tf_status *st;
 } parter;
@@ -73,6 +86,68 @@ static void edge_desc(const tf_node *src, int port, const tf_node *dst, char *bu
   }
 }
 
+static void push_xfer(parter *p, const tf_node *src, int port, int dev) {
+  if (find_xfer(p, src->id, port, dev) == NULL) {
+    p->xs[src->id] = tf__xrealloc(p->xs[src->id], (size_t)(p->n_xs[src->id] + 1) * sizeof(xfer));
+    p->xs[src->id][p->n_xs[src->id]++] = (xfer){.port = port, .dev = dev};
+  }
+}
+
+/* Frame f (and every frame around it) needs a control loop on device d;
+ * a device other than the LoopCond's gets the predicate sent to it every
+ * iteration, and the LoopCond's device gets a control loop too, so that
+ * every device of the frame runs the same iterations. */
+static tf_code want_loop(parter *p, int f, int d) {
+  for (; f > 0; f = p->frames.frames[f].parent) {
+    cloop *c = &p->cl[f * p->nd + d];
+    if (c->wanted) {
+      return TF_OK;
+    }
+    const tf_node *lc = p->cond[f];
+    if (lc == NULL) {
+      return tf_status_set(p->st, TF_INVALID_ARGUMENT, "while loop frame '%s' is split "
+                           "over devices (%s among them) but has no LoopCond to drive "
+                           "their control loops", p->frames.frames[f].name,
+                           p->devs[d].name);
+    }
+    c->wanted = true;
+    int cd = p->assign[lc->id];
+    if (cd != d) {
+      push_xfer(p, lc, 0, d);
+      tf_code rc = want_loop(p, f, cd);
+      if (rc != TF_OK) {
+        return rc;
+      }
+    }
+  }
+  return TF_OK;
+}
+
+static bool is_op(const tf_node *v, const char *op) { return strcmp(tf_node_op(v), op) == 0; }
+
+static bool is_var_enter(const tf_node *v) {
+  bool c = false;
+  tf_status st;
+  return is_op(v, "Enter") && (tf_node_attr_get_bool(v, "is_constant", &c, &st) != TF_OK || !c);
+}
+
+/* An edge of frame f (described by e) from device sd to dd: both devices
+ * get a control loop for f. A variable Enter or a NextIteration runs in one
+ * iteration but feeds the next, so it cannot send (fix_devices moves those
+ * that feed a Merge to the Merge's device). */
+static tf_code loop_edge(parter *p, const tf_node *src, const char *e, int sd, int dd, int f) {
+  if (is_var_enter(src) || is_op(src, "NextIteration")) {
+    return tf_status_set(p->st, TF_UNIMPLEMENTED, "cannot partition %s: it crosses from %s "
+                         "to %s out of op %s of while loop frame '%s', which runs in one "
+                         "iteration and feeds the next; only a Merge may consume an Enter "
+                         "or NextIteration across devices (place its consumers with it)",
+                         e, p->devs[sd].name, p->devs[dd].name, tf_node_op(src),
+                         p->frames.frames[f].name);
+  }
+  tf_code rc = want_loop(p, f, sd);
+  return rc != TF_OK ? rc : want_loop(p, f, dd);
+}
+
 /* Records that output port (-1: control) of src must reach dst's device. */
 static tf_code add_xfer(parter *p, const tf_node *src, int port, const tf_node *dst,
                         bool is_ref) {
@@ -89,16 +164,12 @@ static tf_code add_xfer(parter *p, const tf_node *src, int port, const tf_node *
   }
   int f = p->frames.out_frame[src->id];
   if (f != 0) {
-    return tf_status_set(p->st, TF_UNIMPLEMENTED, "cannot partition %s: it crosses "
-                         "from %s to %s inside while loop frame '%s'; cross-device "
-                         "edges in loops are not supported (place the loop on one "
-                         "device)", e, p->devs[sd].name, p->devs[dd].name,
-                         p->frames.frames[f].name);
+    tf_code rc = loop_edge(p, src, e, sd, dd, f);
+    if (rc != TF_OK) {
+      return rc;
+    }
   }
-  if (find_xfer(p, src->id, port, dd) == NULL) {
-    p->xs[src->id] = tf__xrealloc(p->xs[src->id], (size_t)(p->n_xs[src->id] + 1) * sizeof(xfer));
-    p->xs[src->id][p->n_xs[src->id]++] = (xfer){.port = port, .dev = dd};
-  }
+  push_xfer(p, src, port, dd);
   return TF_OK;
 }
 
@@ -182,6 +253,12 @@ static void emit_recv(parter *p, const tf_node *src, xfer *x) {
   pn->kv[0] = (tf_attr_kv){"tensor_type", tf_attr_type_v(dt)};
   key_attrs(p, pn, src, x->port, x->dev);
   pn->def.n_attrs = 6;
+  int f = p->frames.out_frame[src->id];
+  if (f != 0) { /* re-armed every iteration by its control loop */
+    pn->owned[3] = tf__xasprintf("^%s", p->cl[f * p->nd + x->dev].merge);
+    pn->in[0] = pn->owned[3];
+    pn->def.n_inputs = 1;
+  }
   push(&p->parts[x->dev], pn);
   if (x->port >= 0) {
     pn->owned[0] = NULL; /* x owns the name */
@@ -251,6 +328,119 @@ static void emit_sends(parter *p, const tf_node *src) {
       ctrl = pn->def.name;
     }
     emit_send(p, src, x, ctrl, TF_FLOAT32);
+  }
+}
+
+/* ---- control loops ------------------------------------------------------------------ */
+
+/* Moves every variable Enter and NextIteration that feeds a Merge to the
+ * Merge's device: they run in one iteration and feed another, which a
+ * _Send/_Recv pair (keyed by one iteration) cannot carry. */
+static void fix_devices(parter *p, int *dev) {
+  for (int k = 0; k < p->g->n_nodes; k++) {
+    const tf_node *v = p->g->nodes[p->order[k]];
+    if (is_op(v, "LoopCond")) {
+      p->cond[p->frames.node_frame[v->id]] = v;
+    }
+    if (!is_op(v, "Merge")) {
+      continue;
+    }
+    for (int i = 0; i < v->n_inputs; i++) {
+      const tf_node *s = v->inputs[i].node;
+      if (is_var_enter(s) || is_op(s, "NextIteration")) {
+        dev[s->id] = dev[v->id];
+      }
+    }
+  }
+}
+
+/* A node of a control loop: op on device d with inputs in[0..n_in). */
+static pnode *cl_node(parter *p, const char *frame, int d, const char *what, const char *op,
+                      const char *in0, const char *in1) {
+  char base[400];
+  snprintf(base, sizeof base, "%s/_cloop_d%d/%s", frame, d, what);
+  pnode *pn = new_node(fresh_name(p, base), op, p->devs[d].name);
+  pn->in[0] = in0;
+  pn->in[1] = in1;
+  pn->def.n_inputs = (in0 != NULL) + (in1 != NULL);
+  pn->kv[0] = (tf_attr_kv){"T", tf_attr_type_v(TF_FLOAT32)};
+  pn->def.n_attrs = 1;
+  push(&p->parts[d], pn);
+  return pn;
+}
+
+/* The start of frame f's control loop on d: a dummy Const in the root
+ * frame, or the enclosing frame's control-loop Merge, so that the control
+ * loop starts once per iteration of the enclosing frame, as the frame's
+ * own Enters do. How many iterations it runs is up to the predicate alone:
+ * a dead one (a loop in an untaken branch, or in the last iteration of an
+ * enclosing loop, runs one dead iteration) stops it like a false one. */
+static const char *cl_start(parter *p, int f, int d) {
+  const tf__frame *fr = &p->frames.frames[f];
+  if (fr->parent > 0) {
+    return p->cl[fr->parent * p->nd + d].merge;
+  }
+  pnode *c = cl_node(p, fr->name, d, "start", "Const", NULL, NULL);
+  c->value = tf_tensor_scalar_f32(0.0f);
+  c->kv[0] = (tf_attr_kv){"dtype", tf_attr_type_v(TF_FLOAT32)};
+  c->kv[1] = (tf_attr_kv){"value", tf_attr_tensor(c->value)};
+  c->def.n_attrs = 2;
+  return c->def.name;
+}
+
+/* Frame f's control loop on device d (TF's AddControlLoop): Enter ->
+ * Merge -> Switch on the predicate (the LoopCond, or its _Recv) -> Identity
+ * -> NextIteration -> Merge, and Exit on the false side. The Merge fires
+ * once per iteration; every _Recv of the frame on d hangs off it. */
+static void emit_cloop(parter *p, int f, int d) {
+  const tf__frame *fr = &p->frames.frames[f];
+  cloop *c = &p->cl[f * p->nd + d];
+  int64_t par = 10;
+  tf_status st;
+  if (fr->enter != NULL && tf_node_attr_get_int(fr->enter, "parallel_iterations", &par,
+                                                &st) != TF_OK) {
+    par = 10;
+  }
+  pnode *en = cl_node(p, fr->name, d, "enter", "Enter", cl_start(p, f, d), NULL);
+  en->kv[1] = (tf_attr_kv){"frame_name", tf_attr_string(fr->name)};
+  en->kv[2] = (tf_attr_kv){"is_constant", tf_attr_bool(false)};
+  en->kv[3] = (tf_attr_kv){"parallel_iterations", tf_attr_int(par)};
+  en->def.n_attrs = 4;
+  char base[400];
+  snprintf(base, sizeof base, "%s/_cloop_d%d/next", fr->name, d);
+  char *next = fresh_name(p, base);
+  pnode *m = cl_node(p, fr->name, d, "merge", "Merge", en->def.name, next);
+  m->kv[1] = (tf_attr_kv){"N", tf_attr_int(2)};
+  m->def.n_attrs = 2;
+  c->merge = m->def.name;
+  const tf_node *lc = p->cond[f];
+  const char *pred = lc->name;
+  if (p->assign[lc->id] != d) {
+    xfer *x = find_xfer(p, lc->id, 0, d);
+    if (x->recv == NULL) {
+      emit_recv(p, lc, x);
+    }
+    pred = x->recv;
+  }
+  pnode *sw = cl_node(p, fr->name, d, "switch", "Switch", m->def.name, pred);
+  sw->owned[2] = tf__xasprintf("%s:1", sw->def.name);
+  pnode *body = cl_node(p, fr->name, d, "body", "Identity", sw->owned[2], NULL);
+  pnode *nx = new_node(next, "NextIteration", p->devs[d].name);
+  nx->in[0] = body->def.name;
+  nx->def.n_inputs = 1;
+  nx->kv[0] = (tf_attr_kv){"T", tf_attr_type_v(TF_FLOAT32)};
+  nx->def.n_attrs = 1;
+  push(&p->parts[d], nx);
+  cl_node(p, fr->name, d, "exit", "Exit", sw->def.name, NULL);
+}
+
+static void emit_cloops(parter *p) {
+  for (int f = 1; f < p->frames.n_frames; f++) {
+    for (int d = 0; d < p->nd; d++) {
+      if (p->cl[f * p->nd + d].wanted) {
+        emit_cloop(p, f, d);
+      }
+    }
   }
 }
 
@@ -374,6 +564,9 @@ static void parter_fini(parter *p) {
   free(p->n_xs);
   free(p->parts);
   free(p->order);
+  free(p->cond);
+  free(p->cl);
+  free(p->dev);
   tf__frames_fini(&p->frames);
   tf__strmap_fini(&p->names);
 }
@@ -440,7 +633,16 @@ tf_code tf_partition_graph(const tf_graph *g, const int *assign,
     rc = tf__graph_frames(g, &p.frames, st);
   }
   if (rc == TF_OK) {
+    p.dev = tf__xcalloc(n + 1, sizeof(int));
+    memcpy(p.dev, assign, n * sizeof(int));
+    p.assign = p.dev;
+    p.cond = tf__xcalloc((size_t)p.frames.n_frames, sizeof *p.cond);
+    p.cl = tf__xcalloc((size_t)p.frames.n_frames * (size_t)n_devs, sizeof *p.cl);
+    fix_devices(&p, p.dev);
     rc = collect_xfers(&p);
+  }
+  if (rc == TF_OK) {
+    emit_cloops(&p);
   }
   for (size_t k = 0; k < n && rc == TF_OK; k++) {
     emit_node(&p, g->nodes[p.order[k]]);

@@ -10,8 +10,15 @@
  * "edge_<src node>_<port>" (control: "ctrl_<src node>"); _Send/_Recv carry
  * send_device, send_device_incarnation, recv_device, so both sides build
  * the same rendezvous key. _Arg and _Retval nodes are renumbered per
- * partition. Cross-device edges inside while loops are UNIMPLEMENTED
- * (naming the edge): place a loop on one device. */
+ * partition. A while loop split over devices gets, on every device at an
+ * end of one of its cross-device edges, a control loop (Enter, Merge,
+ * Switch on the predicate, Identity, NextIteration, Exit, named
+ * "<frame>/_cloop_d<N>/...") driven by the LoopCond's value, sent there
+ * every iteration; the frame's _Recvs take a control edge from it. Variable
+ * Enters and NextIterations are moved to the device of the Merge they
+ * feed. Errors: INVALID_ARGUMENT for a split frame without a LoopCond;
+ * UNIMPLEMENTED (naming the edge and frame) for a variable Enter or a
+ * NextIteration read across devices by anything but a Merge. */
 #ifndef TF_RUNTIME_PARTITION_H
 #define TF_RUNTIME_PARTITION_H
 

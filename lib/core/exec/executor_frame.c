@@ -17,6 +17,7 @@
 void tf__ready_init(ready_list *r) {
   r->v = r->small;
   r->n = 0;
+  r->n_expensive = 0;
   r->cap = (int)(sizeof r->small / sizeof r->small[0]);
 }
 

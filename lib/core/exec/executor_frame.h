@@ -62,10 +62,13 @@ typedef struct tagged {
   iter_state *is;
 } tagged;
 
-/* A growable list of ready nodes with room for a few inline. */
+/* A growable list of ready nodes with room for a few inline. n_expensive:
+ * how many of them are expensive (kept up to date for a thread's stack
+ * only; executor_step.c). */
 typedef struct ready_list {
   tagged *v;
   int n, cap;
+  int n_expensive;
   tagged small[32];
 } ready_list;
 

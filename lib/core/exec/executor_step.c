@@ -94,25 +94,47 @@ static void run_task(tf_task *task) {
   process(task->p[0], t);
 }
 
+static bool expensive(const exec_step *s, const tagged *t) {
+  return !t->dead && !(s->e->items[t->item].flags & IT_CHEAP);
+}
+
+static void schedule(exec_step *s, tf_workq *runner, const tagged *t) {
+  tf_task task = {.fn = run_task, .p = {s, t->frame, t->is}, .i = {t->item, t->dead}};
+  tf_workq_schedule(runner, &task);
+}
+
 /* Splits newly ready nodes between this thread's stack and the runner.
- * A responsive thread (tf_thread_set_responsive) keeps no expensive one. */
+ * Cheap and dead ones stay, on top, so they run first; the first expensive
+ * one stays too, under them, unless the stack already holds an expensive
+ * node: then it goes to the runner, so that work piling up here (the
+ * independent iterations of a loop whose counter runs ahead) reaches idle
+ * threads. The rest go to the runner. A responsive thread
+ * (tf_thread_set_responsive) keeps no expensive one. */
 static void distribute(exec_step *s, ready_list *ready, ready_list *stack) {
   if (ready->n == 0) return; /* the step may be gone */
   tf_workq *runner = s->e->runner;
-  int keep = runner != NULL && tf_thread_is_responsive() ? INT32_MAX : -1;
+  int keep = -1;
+  for (int i = 0; runner != NULL && stack->n_expensive == 0 && keep < 0 && i < ready->n &&
+                  !tf_thread_is_responsive();
+       i++) {
+    if (expensive(s, &ready->v[i])) keep = i;
+  }
+  if (keep >= 0) {
+    tf__ready_push(stack, ready->v[keep]);
+    stack->n_expensive++;
+  }
+  /* Entries not yet handed on keep the step alive: read none after the
+   * last one went to the runner. */
   for (int i = 0; i < ready->n; i++) {
     const tagged *t = &ready->v[i];
-    if (runner == NULL || t->dead || (s->e->items[t->item].flags & IT_CHEAP)) {
-      tf__ready_push(stack, *t);
-    } else if (keep < 0) {
-      keep = i;
+    if (i == keep) continue;
+    if (runner != NULL && expensive(s, t)) {
+      schedule(s, runner, t);
     } else {
-      tf_task task = {.fn = run_task, .p = {s, t->frame, t->is},
-                      .i = {t->item, t->dead}};
-      tf_workq_schedule(runner, &task);
+      stack->n_expensive += expensive(s, t);
+      tf__ready_push(stack, *t);
     }
   }
-  if (keep >= 0 && keep < ready->n) tf__ready_push(stack, ready->v[keep]);
   ready->n = 0;
 }
 
@@ -407,8 +429,10 @@ static void process(exec_step *s, tagged first) {
   tf__ready_init(&stack);
   tf__ready_init(&ready);
   tf__ready_push(&stack, first);
+  stack.n_expensive = expensive(s, &first);
   while (stack.n > 0) {
     tagged t = stack.v[--stack.n];
+    stack.n_expensive -= expensive(s, &t);
     run_node(s, &t, &stack, &ready);
   }
   tf__ready_fini(&stack);

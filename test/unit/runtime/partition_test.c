@@ -1,6 +1,7 @@
 /* partition_test.c: tf_partition_graph on hand-placed graphs (node counts,
  * shared and per-device _Recv, control edges, _Arg/_Retval renumbering,
- * _Send/_Recv attrs, fresh names, loops and ref edges refused), and an
+ * _Send/_Recv attrs, fresh names, split loops' control loops, ref edges
+ * refused), and an
  * end-to-end run: a placed and partitioned graph with matmuls, a cond whose
  * deadness crosses devices and a loop fed from another device, executed by
  * one executor per device in its own thread over one rendezvous, must
@@ -351,8 +352,10 @@ static void build_loop(tf_graph *g, tf_output i0, tf_output v0, tf_output *out) 
 static bool in_loop(const tf_node *v) { return strncmp(tf_node_name(v), "while/", 6) == 0; }
 
 /* A loop wholly on d1 fed from d0 partitions (the edges into its Enters
- * are in the root frame); moving its body's Mul to d2 is UNIMPLEMENTED
- * naming the edge and the frame. */
+ * are in the root frame) without control loops; moving its body's Mul to
+ * d2 gives d1 and d2 one control loop each, and d2 the predicate by a
+ * _Recv hanging off its control loop's Merge (partition_loop_test runs
+ * such graphs). */
 START_TEST(test_loop_edges) {
   tf_graph *g = tf_graph_new();
   tf_node *i0 = tt_const(g, "i0", tf_tensor_scalar_i32(0));
@@ -373,12 +376,22 @@ START_TEST(test_loop_edges) {
   tf_node *mul = tf_graph_find(g, "while/scale");
   ck_assert_ptr_nonnull(mul);
   as[tf_node_id(mul)] = 2;
-  tf_status st;
-  p = NULL;
-  ck_assert_int_eq(tf_partition_graph(g, as, devs3, incs, 3, &p, &n, &st), TF_UNIMPLEMENTED);
-  ck_assert_ptr_null(p);
-  ck_assert_msg(strstr(st.msg, "while/scale") && strstr(st.msg, "frame 'while/") &&
-                strstr(st.msg, D1) && strstr(st.msg, D2), "%s", st.msg);
+  p = partition_ok(g, as, &n);
+  ck_assert_int_eq(n, 3);
+  for (int k = 1; k < 3; k++) {
+    ck_assert_int_eq(count_op(p[k].g, "Merge"), k == 1 ? 3 : 1);
+    ck_assert_int_eq(count_op(p[k].g, "NextIteration"), k == 1 ? 3 : 1);
+  }
+  const tf_node *r = NULL;
+  for (int k = 0; (r = find_op(p[2].g, "_Recv", k)) != NULL; k++) {
+    if (strstr(tf_node_name(r), "LoopCond") != NULL) {
+      break;
+    }
+  }
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(tf_node_num_control_inputs(r), 1);
+  ck_assert_str_eq(tf_node_op(tf_node_control_input(r, 0)), "Merge");
+  tf_partitions_free(p, n);
   free(as);
   tf_graph_free(g);
 }
