@@ -7,9 +7,12 @@
  * session fetches from the whole graph, for parallel_iterations 1 and 4
  * and two different inputs; the same for a split loop inside a cond, taken
  * in one step and untaken (dead on every device) in the next, and a split
- * loop in the condition of a split loop (live in its last iteration). Also: what cannot be split is refused with
+ * loop in the condition of a split loop (live in its last iteration); and
+ * the gradients of the split loop (its gradient loop split too). Also:
+ * what cannot be split is refused with
  * the edge and the frame named. */
 #include <check.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include "lib/runtime/partition.h"
 #include "test/unit/core/exec/exec_testlib.h"
 #include "tf/control_flow.h"
+#include "tf/gradients.h"
 #include "tf/session.h"
 
 #define TASK "/job:worker/replica:0/task:0"
@@ -230,6 +234,29 @@ static void build_loop_in_cond_fn(tf_graph *g, bool partitioned, int par, tf_out
   fetches(g, partitioned, (tf_output[]){out[0], out[1], o0(y)}, fetch);
 }
 
+/* The split loop of build (MatMul on d1, Tanh on d2, a cond and a nested
+ * loop), differentiated: fetch the loop's v, d Sum(v) / dx and d Sum(v) /
+ * dw. The gradient loop runs backwards over the forward values pushed on
+ * stacks; its nodes are placed like any others, so it is split too. */
+static void build_grad(tf_graph *g, bool partitioned, int par, tf_output *fetch) {
+  tf_node *x = input(g, partitioned);
+  tf_node *w = tt_const(g, "w", tt_rand(TF_FLOAT32, tf_shape_of(2, 3, 3), -1, 1));
+  tf_node *wv = on(g, "Identity", "wv", (tf_output[]){o0(w)}, 1, D1);
+  tf_node *i0 = tt_const(g, "i0", tf_tensor_scalar_i32(0));
+  tf_output out[2];
+  tf_status st;
+  ck_assert_msg(tf_while_loop(g, "outer", (tf_output[]){o0(i0), o0(x)}, 2,
+                              (tf_output[]){o0(wv)}, 1, outer_cond, outer_body, NULL, par, out,
+                              &st) == TF_OK, "%s", st.msg);
+  int32_t axes[2] = {0, 1};
+  tf_node *ax = tt_const(g, "axes", tf_tensor_vec_i32(2, axes));
+  tf_node *loss = on(g, "Sum", "loss", (tf_output[]){out[1], o0(ax)}, 2, D2);
+  tf_output d[2];
+  ck_assert_msg(tf_gradients(g, (tf_output[]){o0(loss)}, 1, (tf_output[]){o0(x), o0(wv)}, 2,
+                             NULL, d, &st) == TF_OK, "%s", st.msg);
+  fetches(g, partitioned, (tf_output[]){out[1], d[0], d[1]}, fetch);
+}
+
 /* The placer's assignment; at least one edge inside a frame must cross
  * devices, or the test would show nothing. */
 static int *place(const tf_graph *g) {
@@ -387,8 +414,12 @@ static void check_split(build_fn build, int par, int min_loops, int trips) {
     run_local(build, par, x, want);
     if (trips > 0) {
       ck_assert_int_eq(((int32_t *)want[0]->data)[0], trips);
-    } else { /* the cond: the loop's branch, then the other */
+    } else if (trips == 0) { /* the cond: the loop's branch, then the other */
       ck_assert_int_eq(((bool *)want[1]->data)[0], step == 0);
+    } else { /* gradients: not all zero */
+      float norm = 0;
+      for (int i = 0; i < 9; i++) norm += fabsf(((float *)want[1]->data)[i]);
+      ck_assert_msg(norm > 1e-3f, "d loss / dx is zero");
     }
     run_parts(p, n, ex, mgr, res, (uint64_t)step + 1, x, got);
     for (int k = 0; k < NFETCH; k++) {
@@ -415,6 +446,14 @@ START_TEST(test_split_loop_serial) { check_split(build, 1, 2 * NDEV, TRIPS); }
 END_TEST
 
 START_TEST(test_split_loop_parallel) { check_split(build, 4, 2 * NDEV, TRIPS); }
+END_TEST
+
+/* Gradients through a split loop equal the local session's, bitwise
+ * (the same kernels run in the same order on each value). */
+START_TEST(test_split_loop_gradients) {
+  check_split(build_grad, 1, 2 * NDEV, -1);
+  check_split(build_grad, 4, 2 * NDEV, -1);
+}
 END_TEST
 
 /* A split loop in a cond branch: taken in step 1, dead on every device in
@@ -493,6 +532,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_split_loop_serial);
   tcase_add_test(tc, test_split_loop_parallel);
   tcase_add_test(tc, test_split_loop_in_cond);
+  tcase_add_test(tc, test_split_loop_gradients);
   tcase_add_test(tc, test_split_loop_in_loop_cond);
   tcase_add_test(tc, test_no_loop_cond);
   tcase_add_test(tc, test_enter_consumer_refused);
