@@ -20,6 +20,7 @@
 #include "test/integration/harness.h"
 #include "test/unit/testutil.h"
 #include "tf/control_flow.h"
+#include "tf/gradients.h"
 #include "tf/session.h"
 
 #define CURL "/usr/bin/curl"
@@ -103,6 +104,13 @@ static tf_graph *make_graph(lp *l) {
                               &st) == TF_OK, "%s", st.msg);
   node_on(g, "Identity", "y", dev(l, W0), &out[1], 1);
   node_on(g, "Identity", "i", dev(l, W0), &out[0], 1);
+  /* d Sum(y) / dx through the loop: its gradient loop is split as well. */
+  tf_node *ax = tt_const(g, "ax", tf_tensor_vec_i32(1, (int32_t[]){0}));
+  tf_node *loss = node_on(g, "Sum", "loss", dev(l, W0), (tf_output[]){out[1], {ax, 0}}, 2);
+  tf_output dx;
+  ck_assert_msg(tf_gradients(g, (tf_output[]){{loss, 0}}, 1, (tf_output[]){{x, 0}}, 1, NULL,
+                             &dx, &st) == TF_OK, "%s", st.msg);
+  node_on(g, "Identity", "dx", dev(l, W0), &dx, 1);
   return g;
 }
 
@@ -113,9 +121,9 @@ static void run_graph(th_cluster *c, tf_graph *g, const char *target, tf_tensor 
   tf_session *s = tf_session_new(g, target ? &so : NULL, &st);
   TH_REQUIRE(c, s != NULL, "session on %s: %s", target ? target : "(local)", st.msg);
   const char *feed = "x";
-  const char *fetch[2] = {"y", "i"};
+  const char *fetch[3] = {"y", "i", "dx"};
   tf_run_options ro = {.timeout_ms = 30000};
-  TH_REQUIRE(c, tf_session_run(s, &ro, &feed, &x, 1, fetch, out, 2, NULL, 0, NULL, &st) ==
+  TH_REQUIRE(c, tf_session_run(s, &ro, &feed, &x, 1, fetch, out, 3, NULL, 0, NULL, &st) ==
                     TF_OK, "run on %s: %s", target ? target : "(local)", st.msg);
   if (target != NULL) {
     TH_REQUIRE(c, tf_session_close(s, &st) == TF_OK, "close: %s", st.msg);
@@ -186,6 +194,10 @@ static void check_same(th_cluster *c, tf_tensor **got, tf_tensor **want, int tri
              "%d trips: the split loop's v differs from the local one", trips);
   TH_REQUIRE(c, ((int32_t *)got[1]->data)[0] == trips, "%d trips: i is %d", trips,
              ((int32_t *)got[1]->data)[0]);
+  TH_REQUIRE(c, got[2]->nbytes == want[2]->nbytes &&
+                    memcmp(got[2]->data, want[2]->data, got[2]->nbytes) == 0,
+             "%d trips: the split loop's gradient d Sum(v)/dx %g differs from the local %g",
+             trips, (double)((float *)got[2]->data)[0], (double)((float *)want[2]->data)[0]);
 }
 
 START_TEST(test_loop_split_over_workers) {
@@ -204,7 +216,7 @@ START_TEST(test_loop_split_over_workers) {
   for (int k = 0; k < 2; k++) {
     lp placed = {true, trips[k]}, plain = {false, trips[k]};
     tf_graph *g = make_graph(&placed), *ref = make_graph(&plain);
-    tf_tensor *want[2] = {0}, *got[2] = {0};
+    tf_tensor *want[3] = {0}, *got[3] = {0};
     run_graph(c, ref, NULL, x, want);
     const char *wrole = "role=\"worker\"";
     double s0 = metric(c, w0, off, "tf_steps_total", wrole);
@@ -224,8 +236,8 @@ START_TEST(test_loop_split_over_workers) {
     TH_REQUIRE(c, dm < 60, "%d trips: the master sent %g messages", trips[k], dm);
     master_msgs[k] = dm;
     TH_REQUIRE(c, dw >= trips[k], "%d trips: worker 1 sent only %g messages", trips[k], dw);
-    tt_free(want, 2);
-    tt_free(got, 2);
+    tt_free(want, 3);
+    tt_free(got, 3);
     tf_graph_free(g);
     tf_graph_free(ref);
   }
