@@ -8,10 +8,12 @@
  * control-flow graph equal those of the unrolled one within 1e-10. Models:
  * a cond (both branches), a while loop with a data-dependent trip count
  * and an invariant, an int counter loop, coupled variables, a Gather (a
- * sparse gradient) of an invariant in a loop, nested loops, a cond inside a
- * loop, a loop inside a cond and a loop inside a cond inside a loop; parallel_iterations 8 gives the same
- * gradients as 1. Also the stack ops: LIFO order, an empty pop, max_size,
- * a closed stack and a forged handle. */
+ * sparse gradient) of an invariant in a loop, nested loops, a cond inside
+ * a loop, a loop inside a cond and a loop inside a cond inside a loop.
+ * parallel_iterations 8 gives the same gradients as 1 (also for a loop of
+ * independent iterations, whose later values are ready first); a value
+ * inside a loop as ys is UNIMPLEMENTED. Also the stack ops: LIFO order,
+ * an empty pop, max_size, a closed stack and a forged handle. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
