@@ -272,6 +272,14 @@ static tf_output redead(tf__gwalk *w, cf_ctx *c, tf_output v, int cond) {
   return (tf_output){sw, lv.side};
 }
 
+/* v (a value of the frame around c's loop) entered into it as a constant. */
+static tf_node *bwd_enter(tf__gwalk *w, cf_ctx *c, tf_output v) {
+  tf_attr_kv a[3] = {{"frame_name", tf_attr_string(c->bframe)},
+                     {"is_constant", tf_attr_bool(true)},
+                     {"parallel_iterations", tf_attr_int(c->par)}};
+  return v.node ? tf__cf_node(w, "Enter", &v, 1, false, NULL, a, 3) : NULL;
+}
+
 /* Saves forward value t of c's loop on a new stack; returns the pop in
  * c's body (behind redead). */
 static tf_output stack_value(tf__gwalk *w, cf_ctx *c, tf_output t) {
@@ -291,12 +299,7 @@ static tf_output stack_value(tf__gwalk *w, cf_ctx *c, tf_output t) {
   }
   push_node(&F->pushes, &F->n_pushes, &F->cap_pushes, push);
   tf_output hb = tf__cf_map(w, c->parent, (tf_output){h, 0});
-  tf_node *hbe = hb.node ? tf__cf_node(w, "Enter", &hb, 1, false, NULL,
-                                       (tf_attr_kv[]){
-                                           {"frame_name", tf_attr_string(c->bframe)},
-                                           {"is_constant", tf_attr_bool(true)},
-                                           {"parallel_iterations", tf_attr_int(c->par)}},
-                                       3) : NULL;
+  tf_node *hbe = bwd_enter(w, c, hb);
   tf_node *pop = hbe ? tf__cf_node(w, "StackPopV2", &(tf_output){hbe, 0}, 1,
                                    false, c->cnt, a, 1) : NULL;
   if (pop == NULL) {
@@ -309,12 +312,7 @@ static tf_output stack_value(tf__gwalk *w, cf_ctx *c, tf_output t) {
 
 /* t, a value of an enclosing frame, entered into c's loop. */
 static tf_output enter_value(tf__gwalk *w, cf_ctx *c, tf_output t) {
-  tf_output v = tf__cf_map(w, c->parent, t);
-  tf_attr_kv a[3] = {{"frame_name", tf_attr_string(c->bframe)},
-                     {"is_constant", tf_attr_bool(true)},
-                     {"parallel_iterations", tf_attr_int(c->par)}};
-  tf_node *e = v.node ? tf__cf_node(w, "Enter", &v, 1, false, NULL, a, 3) : NULL;
-  return (tf_output){e, 0};
+  return (tf_output){bwd_enter(w, c, tf__cf_map(w, c->parent, t)), 0};
 }
 
 static tf_output map_new(tf__gwalk *w, cf_ctx *c, tf_output t, int fr) {
