@@ -16,10 +16,23 @@
 #include "lib/core/base/util.h"
 
 /* The gradient source: the tf_gradients scope the gradient nodes go in
- * ("gradients", "gradients_1", ...), so two calls use two arrays. */
+ * ("gradients", "gradients_1", ..., under the caller's scope), so two
+ * calls use two arrays. As TF's _GetGradSource, the scope is cut after its
+ * first component that starts with "gradients": the nodes a gradient loop
+ * builds ("gradients/<frame>/while_context_grad/...") then use the array
+ * of the call they belong to, like those outside the loop. */
 static char *grad_source(tf_grad_ctx *ctx) {
   const char *scope = tf__graph_scope(ctx->g);
   size_t n = strlen(scope);
+  for (const char *c = scope; *c != '\0';) {
+    const char *slash = strchr(c, '/');
+    if (strncmp(c, "gradients", 9) == 0) {
+      n = (size_t)((slash ? slash : c + strlen(c)) - scope);
+      break;
+    }
+    if (slash == NULL) break;
+    c = slash + 1;
+  }
   if (n > 0 && scope[n - 1] == '/') {
     n--;
   }

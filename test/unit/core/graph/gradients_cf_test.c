@@ -9,8 +9,10 @@
  * a cond (both branches), a while loop with a data-dependent trip count
  * (also zero) and an invariant, an int counter loop, coupled variables, a Gather (a
  * sparse gradient) of an invariant in a loop, nested loops, a cond inside
- * a loop, a loop inside a cond and a loop inside a cond inside a loop.
- * parallel_iterations 8 gives the same gradients as 1 (also for a loop of
+ * a loop, a loop inside a cond, a loop inside a cond inside a loop, and
+ * TensorArrays through a loop (unstack before, read and write inside,
+ * stack after: the gradient loop writes the input array's gradient array,
+ * which the gradient of the unstack gathers). parallel_iterations 8 gives the same gradients as 1 (also for a loop of
  * independent iterations, whose later values are ready first); a value
  * inside a loop as ys is UNIMPLEMENTED. Also the stack ops: LIFO order,
  * an empty pop, max_size, a closed stack and a forged handle. */
@@ -23,6 +25,7 @@
 #include "tf/control_flow.h"
 #include "tf/gradients.h"
 #include "tf/session.h"
+#include "tf/tensor_array.h"
 
 static tf_status st;
 
@@ -609,6 +612,64 @@ static double j_loss(const double *xv, const double *wv) {
   return sq3(v);
 }
 
+/* T: TensorArrays through a loop. x is unstacked into an array before the
+ * loop; for t in 0..3: y = tanh(read(x, t) * w[t] + h), written to an
+ * output array at t, h = y; after: loss = sum(stack(out)^2) + h. The
+ * gradient loop reads the output array's gradient and writes the input
+ * array's (TensorArrayGradV3 inside it). */
+static tf_output t_elem(tf_graph *g, tf_output r, tf_output w, tf_output t, tf_output h) {
+  return op1(g, "Tanh", op2(g, "Add", op2(g, "Mul", r, op2(g, "Gather", w, t)), h));
+}
+static tf_code t_body(tf_graph *g, const tf_output *v, int n, const tf_output *inv,
+                      int n_inv, tf_output *next, void *arg, tf_status *s) {
+  tf_tensor_array in = {inv[1], inv[2], TF_FLOAT64}, out = {inv[3], v[2], TF_FLOAT64};
+  tf_output r;
+  ck_assert_msg(tf_tensor_array_read(g, &in, v[0], &r, s) == TF_OK, "%s", s->msg);
+  tf_output y = t_elem(g, r, inv[0], v[0], v[1]);
+  ck_assert_msg(tf_tensor_array_write(g, &out, v[0], y, s) == TF_OK, "%s", s->msg);
+  next[0] = op2(g, "Add", v[0], i32c(g, 1));
+  next[1] = y;
+  next[2] = out.flow;
+  return TF_OK;
+}
+static int t_n = 3;
+static tf_output t_build(tf_graph *g, tf_output x, tf_output w, const double *xv,
+                         const double *wv, bool unrolled, int par) {
+  tf_output h = f64c(g, 0), sq = f64c(g, 0);
+  if (unrolled) {
+    for (int k = 0; k < t_n; k++) {
+      tf_output y = t_elem(g, op2(g, "Gather", x, i32c(g, k)), w, i32c(g, k), h);
+      sq = op2(g, "Add", sq, op2(g, "Mul", y, y));
+      h = y;
+    }
+    return op2(g, "Add", sq, h);
+  }
+  tf_shape es = tf_shape_scalar();
+  tf_tensor_array_options o = {.element_shape = &es};
+  tf_tensor_array in, out;
+  ck_assert_msg(tf_tensor_array_new(g, TF_FLOAT64, i32c(g, t_n), &o, &in, &st) == TF_OK, "%s",
+                st.msg);
+  ck_assert_msg(tf_tensor_array_new(g, TF_FLOAT64, i32c(g, t_n), &o, &out, &st) == TF_OK, "%s",
+                st.msg);
+  ck_assert_msg(tf_tensor_array_unstack(g, &in, x, &st) == TF_OK, "%s", st.msg);
+  tf_output vars[3] = {i32c(g, 0), h, out.flow}, inv[4] = {w, in.handle, in.flow, out.handle};
+  tf_output res[3];
+  tf_code rc = tf_while_loop(g, "t", vars, 3, inv, 4, lt_n, t_body, &t_n, par, res, &st);
+  ck_assert_msg(rc == TF_OK, "%s", st.msg);
+  out.flow = res[2];
+  tf_output stacked;
+  ck_assert_msg(tf_tensor_array_stack(g, &out, &stacked, &st) == TF_OK, "%s", st.msg);
+  return op2(g, "Add", sum_all(g, op2(g, "Mul", stacked, stacked)), res[1]);
+}
+static double t_loss(const double *xv, const double *wv) {
+  double h = 0, l = 0;
+  for (int k = 0; k < t_n; k++) {
+    h = tanh(xv[k] * wv[k] + h);
+    l += h * h;
+  }
+  return l + h;
+}
+
 /* ---- the harness ------------------------------------------------------------ */
 
 typedef struct built {
@@ -724,6 +785,7 @@ static const model MH = {"coupled loop variables", h_build, h_loss};
 static const model MI = {"independent iterations", i_build, i_loss};
 static const model MJ = {"Gather of an invariant in a loop", j_build, j_loss};
 static const model MG = {"while inside cond inside while", g_build, g_loss};
+static const model MT = {"TensorArray read/write loop", t_build, t_loss};
 
 /* ---- gradient tests ------------------------------------------------------ */
 
@@ -777,6 +839,16 @@ START_TEST(test_sparse_gradient_in_loop) {
   rand3(x, -1, 1);
   rand3(w, -0.8, 0.8);
   check_model(&MJ, x, w, 10, g);
+}
+END_TEST
+
+START_TEST(test_tensor_array_loop) {
+  double x[3], w[3], g[6], g8[6];
+  rand3(x, -1, 1);
+  rand3(w, -1.5, 1.5);
+  check_model(&MT, x, w, 1, g);
+  check_model(&MT, x, w, 8, g8);
+  for (int k = 0; k < 6; k++) assert_near("parallel_iterations 8 vs 1", MT.name, k, g8[k], g[k], 1e-12);
 }
 END_TEST
 
@@ -979,6 +1051,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tg, test_coupled_variables);
   tcase_add_test(tg, test_sparse_gradient_in_loop);
   tcase_add_test(tg, test_nested_while);
+  tcase_add_test(tg, test_tensor_array_loop);
   tcase_add_test(tg, test_cond_inside_while);
   tcase_add_test(tg, test_while_inside_cond);
   tcase_add_test(tg, test_while_in_cond_in_while);
