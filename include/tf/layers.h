@@ -171,8 +171,8 @@ TF_API tf_code tf_layer_dense(tf_layers *l, tf_output x, int64_t units,
 
 /* An LSTM over x [batch, time, in] (time and in known): *out = the last
  * hidden state h [batch, units]. A dynamic loop (tf_while_loop over the
- * time steps, not unrolled) carrying (t, h, c) from zeros; each step
- * reads its input row with GatherV2. Gradients flow through the loop
+ * time steps, not unrolled) carrying (t, h, c) from zeros; the input is
+ * unstacked into a TensorArray that each step reads. Gradients flow through the loop
  * (tf_gradients builds the backward loop).
  * Gates in Keras's (and PyTorch's) order [i | f | g | o]:
  *   z = x_t·kernel + h·recurrent_kernel + bias,

@@ -1,6 +1,8 @@
 /* layers_rnn.c: an LSTM layer built as a dynamic loop (tf_while_loop),
- * not unrolled. The loop carries (t, h, c) and reads step t of the input,
- * transposed to [time, batch, in] before the loop, with GatherV2. Each step
+ * not unrolled. The input, transposed to [time, batch, in], is unstacked
+ * into a TensorArray before the loop; the loop carries (t, h, c) and
+ * reads element t (the gradient loop writes the array's gradient array,
+ * one [batch, in] element per step). Each step
  * projects its own input (x_t·W beside h·U): projecting every step in one
  * GEMM before the loop would be faster forward, but the gradient loop then
  * accumulates a [time, batch, 4H] gradient for that invariant on every
@@ -12,6 +14,7 @@
 #include "lib/core/cc/layers_impl.h"
 #include "lib/core/base/util.h"
 #include "tf/control_flow.h"
+#include "tf/tensor_array.h"
 
 typedef struct lstm_loop {
   tf_layers *l;
@@ -37,17 +40,18 @@ static tf_code lstm_cond(tf_graph *g, const tf_output *vars, int n_vars,
   return st->code;
 }
 
-/* vars: t, h, c; invariants: x [time, batch, in], W, U, b. */
+/* vars: t, h, c; invariants: the input array's handle and flow, W, U, b. */
 static tf_code lstm_body(tf_graph *g, const tf_output *vars, int n_vars,
                          const tf_output *inv, int n_inv, tf_output *next,
                          void *arg, tf_status *st) {
   lstm_loop *lp = arg;
   tf_layers *l = lp->l;
-  tf_output gin[3] = {inv[0], vars[0], tf__layers_scalar(l, TF_INT32, 0, st)};
-  tf_output xt = tf__layers_op(l, "GatherV2", NULL, gin, 3, NULL, 0, st);
-  tf_output z = op2(l, "Add", op2(l, "MatMul", xt, inv[1], st),
-                    op2(l, "MatMul", vars[1], inv[2], st), st);
-  tf_output sin[2] = {tf__layers_scalar(l, TF_INT32, 1, st), op2(l, "BiasAdd", z, inv[3], st)};
+  tf_tensor_array ta = {inv[0], inv[1], tf_node_output_type(vars[1].node, vars[1].index)};
+  tf_output xt = {NULL, 0};
+  if (st->code == TF_OK) tf_tensor_array_read(g, &ta, vars[0], &xt, st);
+  tf_output z = op2(l, "Add", op2(l, "MatMul", xt, inv[2], st),
+                    op2(l, "MatMul", vars[1], inv[3], st), st);
+  tf_output sin[2] = {tf__layers_scalar(l, TF_INT32, 1, st), op2(l, "BiasAdd", z, inv[4], st)};
   tf_attr_kv a[] = {{"num_split", tf_attr_int(4)}};
   tf_output gate = tf__layers_op(l, "Split", NULL, sin, 2, a, 1, st);
   if (st->code != TF_OK) return st->code;
@@ -99,14 +103,22 @@ tf_output tf__layers_lstm(tf_layers *l, tf_output x, int64_t units, tf_output w,
   if (st->code != TF_OK) return (tf_output){NULL, 0};
   int32_t perm[3] = {1, 0, 2};
   tf_output xt = op2(l, "Transpose", x, tf__layers_ivec(l, perm, 3, st), st);
-  tf_output inv[4] = {xt, op1(l, "Identity", w, st), op1(l, "Identity", u, st),
+  tf_tensor_array ta;
+  tf_dtype dt = tf_node_output_type(x.node, x.index);
+  if (st->code != TF_OK ||
+      tf_tensor_array_new(l->g, dt, tf__layers_scalar(l, TF_INT32, s->dims[1], st), NULL, &ta,
+                          st) != TF_OK ||
+      tf_tensor_array_unstack(l->g, &ta, xt, st) != TF_OK) {
+    return (tf_output){NULL, 0};
+  }
+  tf_output inv[5] = {ta.handle, ta.flow, op1(l, "Identity", w, st), op1(l, "Identity", u, st),
                       op1(l, "Identity", b, st)};
   tf_output zero = zero_state(l, xt, w, units, st);
   tf_output vars[3] = {tf__layers_scalar(l, TF_INT32, 0, st), zero, zero};
   tf_output res[3];
   lstm_loop lp = {l, (int32_t)s->dims[1]};
   if (st->code != TF_OK ||
-      tf_while_loop(l->g, "while", vars, 3, inv, 4, lstm_cond, lstm_body, &lp, 0, res,
+      tf_while_loop(l->g, "while", vars, 3, inv, 5, lstm_cond, lstm_body, &lp, 0, res,
                     st) != TF_OK) {
     return (tf_output){NULL, 0};
   }
