@@ -3,7 +3,8 @@
  * - Sync is exact: after k steps of a sync job with 2 workers, each
  *   reading its own file in order, the variables on the ps equal k steps
  *   of single-process training on the two workers' batches concatenated,
- *   same seeds, float64 (to 1e-9).
+ *   same seeds, float64 (to 1e-9); the same for an LSTM job (a while
+ *   loop over 4 rows of 4 pixels and its gradient loop on each worker).
  * - A job outlives its client: `tfctl status --follow` killed half way,
  *   the job still finishes; `tfctl status` shows it done with its
  *   test_accuracy; `tfctl jobs` lists it; `tfctl logs` has its lines.
@@ -112,6 +113,11 @@ static void write_idx(th_cluster *c, const char *stem, int n, uint32_t seed,
   fclose(f);
 }
 
+/* The model's input shape and hidden layer: dense 8 (tanh) on the 16
+ * pixels unless a test sets others (an LSTM over 4 rows of 4). */
+static const char *model_shape = "[16]";
+static const char *model_hidden = "{type: dense, units: 8, activation: tanh}";
+
 /* A job spec over the cluster's data files; extra is appended YAML for
  * train/eval/replication (each a full top-level section). */
 static char *spec(th_cluster *c, const char *name, const char *dtype,
@@ -121,9 +127,9 @@ static char *spec(th_cluster *c, const char *name, const char *dtype,
   snprintf(text, sizeof text,
            "name: %s\n"
            "model:\n"
-           "  input: {shape: [%d], dtype: %s}\n"
+           "  input: {shape: %s, dtype: %s}\n"
            "  layers:\n"
-           "    - {type: dense, units: 8, activation: tanh}\n"
+           "    - %s\n"
            "    - {type: dense, units: %d}\n"
            "  loss: sparse_softmax_cross_entropy\n"
            "  metrics: [accuracy]\n"
@@ -142,7 +148,7 @@ static char *spec(th_cluster *c, const char *name, const char *dtype,
            "replication: %s\n"
            "train: %s\n"
            "%s",
-           name, PIXELS, dtype, CLASSES, c->dir, c->dir, c->dir, c->dir,
+           name, model_shape, dtype, model_hidden, CLASSES, c->dir, c->dir, c->dir, c->dir,
            eval ? "  test: {images: DIR/test-images.idx, labels: DIR/test-labels.idx}\n"
                 : "",
            optim, replication, train, eval ? "eval: {every_steps: 0}\n" : "");
@@ -340,11 +346,11 @@ static void local_vars(th_cluster *c, const tf_job_spec *s, unsigned char *img[2
   tf_graph_free(m.g);
 }
 
-START_TEST(test_sync_is_exact) {
+static void check_sync_exact(const char *name) {
   static unsigned char i0[N_TRAIN * PIXELS], i1[N_TRAIN * PIXELS], l0[N_TRAIN], l1[N_TRAIN];
   unsigned char *img[2] = {i0, i1}, *lab[2] = {l0, l1};
   th_cluster *c = cluster_with_data(img, lab);
-  char *path = spec(c, "exact", "float64", "{mode: sync, workers: 2}",
+  char *path = spec(c, name, "float64", "{mode: sync, workers: 2}",
                     "{steps: 5, keep_variables: true, log_every_steps: 1}",
                     "{name: momentum, learning_rate: 0.5, momentum: 0.9}", false);
   const char *id = submit(c, path);
@@ -386,6 +392,17 @@ START_TEST(test_sync_is_exact) {
   tf_job_spec_free(s);
   free(path);
   th_cluster_free(c);
+}
+
+START_TEST(test_sync_is_exact) { check_sync_exact("exact"); }
+END_TEST
+
+/* The same for an LSTM job (4 rows of 4 pixels, 3 units): the loop and
+ * its gradient loop run on each worker, the variables on the ps. */
+START_TEST(test_sync_lstm_is_exact) {
+  model_shape = "[4, 4]";
+  model_hidden = "{type: lstm, units: 3}";
+  check_sync_exact("exact-lstm");
 }
 END_TEST
 
@@ -891,6 +908,7 @@ Suite *tt_suite(void) {
   TCase *ex = tcase_create("exact");
   tcase_set_timeout(ex, 60);
   tcase_add_test(ex, test_sync_is_exact);
+  tcase_add_test(ex, test_sync_lstm_is_exact);
   suite_add_tcase(s, ex);
   TCase *tc = tcase_create("jobs");
   tcase_set_timeout(tc, 180);
