@@ -9,12 +9,9 @@
  * the master sends fewer than 60 messages and at most 6 more than for 3
  * iterations (heartbeats are 2 s apart), while worker 1 sends at least
  * 400 (its value and the cond's deadness every iteration). */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "test/integration/harness.h"
@@ -131,37 +128,6 @@ static void run_graph(th_cluster *c, tf_graph *g, const char *target, tf_tensor 
   tf_session_free(s);
 }
 
-static bool port_free(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) {
-    return false;
-  }
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-  close(fd);
-  return ok;
-}
-
-/* Appends metrics: {port_offset: N} for an N free for every task. */
-static int add_metrics_section(th_cluster *c) {
-  for (int off = 1100; off < 20000; off += 89) {
-    bool ok = true;
-    for (int i = 0; ok && i < c->n_tasks; i++) {
-      ok = c->tasks[i].port + off <= 65535 && port_free(c->tasks[i].port + off);
-    }
-    if (ok) {
-      FILE *f = fopen(c->config, "a");
-      TH_REQUIRE(c, f != NULL, "cannot append to %s", c->config);
-      fprintf(f, "metrics: {port_offset: %d}\n", off);
-      fclose(f);
-      return off;
-    }
-  }
-  TH_REQUIRE(c, false, "no free port offset for the metrics");
-  return 0;
-}
-
 /* The sum of the series of family (whose label set contains label, if
  * not NULL) in task t's /metrics. */
 static double metric(th_cluster *c, const th_task *t, int off, const char *family,
@@ -205,7 +171,7 @@ START_TEST(test_loop_split_over_workers) {
   o.heartbeat_ms = 2000; /* few heartbeats in the counted window */
   o.down_after_ms = 20000;
   th_cluster *c = th_cluster_new(&o);
-  int off = add_metrics_section(c);
+  int off = th_add_metrics_section(c, 1100);
   TH_REQUIRE(c, th_start_all(c, 10000), "cluster start");
   th_task *m = th_task_get(c, "master", 0), *w0 = th_task_get(c, "worker", 0),
           *w1 = th_task_get(c, "worker", 1);

@@ -328,6 +328,35 @@ void th_dump_logs(th_cluster *c) {
   dump_dir(c->run_dir);
 }
 
+static bool loopback_port_free(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  if (fd >= 0) {
+    close(fd);
+  }
+  return ok;
+}
+
+int th_add_metrics_section(th_cluster *c, int first) {
+  for (int off = first; off < 20000; off += 97) {
+    bool ok = true;
+    for (int i = 0; ok && i < c->n_tasks; i++) {
+      ok = c->tasks[i].port + off <= 65535 && loopback_port_free(c->tasks[i].port + off);
+    }
+    if (ok) {
+      FILE *f = fopen(c->config, "a");
+      TH_REQUIRE(c, f != NULL, "cannot append to %s", c->config);
+      fprintf(f, "metrics: {port_offset: %d}\n", off);
+      fclose(f);
+      return off;
+    }
+  }
+  TH_REQUIRE(c, false, "no free port offset for the metrics");
+  return 0;
+}
+
 char *th_write_file(th_cluster *c, const char *name, const char *text) {
   size_t n = strlen(c->dir) + strlen(name) + 2;
   char *path = malloc(n);

@@ -119,6 +119,11 @@ void th_dump_logs(th_cluster *c);
  * is not needed: malloc'd). */
 char *th_write_file(th_cluster *c, const char *name, const char *text);
 
+/* Appends metrics: {port_offset: N} to the spec (before the tasks start)
+ * with the first N from first (in steps of 97) for which every task's
+ * port + N is free on loopback; returns N. */
+int th_add_metrics_section(th_cluster *c, int first);
+
 /* Runs argv (argv[0] a path) with stdout and stderr captured (malloc'd,
  * NUL-terminated; out/err may be NULL), killing it after timeout_ms.
  * Returns its exit code, 128+signal when killed by one, -1 on timeout. */

@@ -27,37 +27,6 @@
 #define PROMTOOL "/usr/bin/promtool"
 
 /* Whether a TCP port on 127.0.0.1 can be bound now. */
-static bool port_free(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-  if (fd >= 0) {
-    close(fd);
-  }
-  return ok;
-}
-
-/* Appends metrics: {port_offset: N} to the spec with an N for which every
- * task's port + N is free; returns N. */
-static int add_metrics_section(th_cluster *c) {
-  for (int off = 1000; off < 20000; off += 97) {
-    bool ok = true;
-    for (int i = 0; ok && i < c->n_tasks; i++) {
-      ok = c->tasks[i].port + off <= 65535 && port_free(c->tasks[i].port + off);
-    }
-    if (ok) {
-      FILE *f = fopen(c->config, "a");
-      TH_REQUIRE(c, f != NULL, "cannot append to %s", c->config);
-      fprintf(f, "metrics: {port_offset: %d}\n", off);
-      fclose(f);
-      return off;
-    }
-  }
-  TH_REQUIRE(c, false, "no free port offset for the metrics");
-  return 0;
-}
-
 /* curl's output for url (malloc'd), requiring exit 0. */
 static char *http_get(th_cluster *c, const char *url) {
   char *argv[] = {CURL, "-sS", "--max-time", "10", "-o", "-", (char *)url, NULL};
@@ -289,7 +258,7 @@ START_TEST(test_metrics_end_to_end) {
   th_opts o = th_default_opts();
   o.n_workers = 1;
   th_cluster *c = th_cluster_new(&o);
-  int off = add_metrics_section(c);
+  int off = th_add_metrics_section(c, 1000);
   tj_write_idx(c, "train", N_TRAIN, 11u);
   TH_REQUIRE(c, th_start_all(c, 15000), "cluster did not start");
   run_job(c);
