@@ -16,16 +16,20 @@
 void tf__job_drop_container(tf_job *j) {
   tf_status st;
   tf_status_init(&st);
-  tf_graph *g = tf_graph_new();
   /* A job that was cancelled or suspended (the master may be stopping,
    * its tasks with it) does not wait the whole RPC deadline for a task
    * that has just gone: the drop is best effort then. */
   pthread_mutex_lock(&j->mu);
-  bool ending = j->cancel || j->suspend;
+  bool ending = j->cancel || j->suspend, stopping = j->master_stopping;
   pthread_mutex_unlock(&j->mu);
+  if (stopping) {
+    tf__job_log(j, "container %s left on the tasks: the master is stopping", j->id);
+    return;
+  }
   int64_t ms = j->rpc_timeout_ms;
   if (ending && (ms <= 0 || ms > DROP_WHEN_ENDING_MS)) ms = DROP_WHEN_ENDING_MS;
   tf_session_options so = {.target = j->master_url, .rpc_timeout_ms = ms};
+  tf_graph *g = tf_graph_new();
   tf_session *s = tf_session_new(g, &so, &st);
   const char *c = j->id;
   if (s == NULL || tf_session_reset(s, &c, 1, &st) != TF_OK) {

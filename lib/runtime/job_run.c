@@ -270,6 +270,12 @@ tf_code tf_job_restore(tf_job *j, const char *ckpt, char **note, tf_status *st) 
   return TF_OK;
 }
 
+void tf_job_master_stopping(tf_job *j) {
+  pthread_mutex_lock(&j->mu);
+  j->master_stopping = true;
+  pthread_mutex_unlock(&j->mu);
+}
+
 void tf_job_suspend(tf_job *j) {
   pthread_mutex_lock(&j->mu);
   bool final = tf_job_state_final(j->state);

@@ -151,6 +151,12 @@ bool tf_job_uses(const tf_job *j, const char *dev);
 /* The job's checkpoint directory (NULL when it has none). */
 const char *tf_job_checkpoint_dir(const tf_job *j);
 
+/* Tells the job that its master is stopping: from now on it drops its
+ * container on the tasks no more (a Reset through a stopping master to
+ * tasks that may have stopped first would hold the master's stop for the
+ * RPC deadline); the tasks keep its variables until they restart. */
+void tf_job_master_stopping(tf_job *j);
+
 /* Asks a running job to checkpoint and end without dropping its state, so
  * that a master started again resumes it (on_end gets resumable); a job
  * without checkpoints is cancelled. Returns at once. */

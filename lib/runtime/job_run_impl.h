@@ -57,6 +57,8 @@ struct tf_job {
   tf_code ckpt_answer_code;
   char *restore_req;       /* tfctl restore: a checkpoint, "" the latest */
   bool suspend;            /* the master drains: checkpoint, end resumable */
+  bool master_stopping;    /* the master stops: its container is left to
+                            * the tasks (they may be stopping too) */
   int holds;               /* tf_job_hold minus tf_job_release */
   int recoveries;          /* counted against recovery.max_attempts */
   int64_t recover_ns;      /* when the tasks were back (0: not recovering) */

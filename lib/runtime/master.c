@@ -308,6 +308,7 @@ static nng_msg *cluster_status(tf_master *m, const tf_wire_msg *req, tf_status *
 
 /* Reset: WorkerReset on every task, which drops the named containers; the
  * last answer replies (the first error, naming its task). */
+#define RESET_DRAINING_MS 1000
 typedef struct reset_ctx {
   tf_master *m;
   struct tf_rpc_call *call;
@@ -366,8 +367,15 @@ static void reset(tf_master *m, struct tf_rpc_call *call) {
   pthread_mutex_init(&r->mu, NULL);
   tf_status_init(&r->err);
   r->pending = m->n_tasks + 1; /* the sender's own, dropped last */
+  /* A stopping master waits little for each task: one that stopped first
+   * would hold the reply (and the master's stop) for the whole rpc_ms. */
+  pthread_mutex_lock(&m->jobs_mu);
+  bool stopping = m->draining_jobs; /* set first when the master stops */
+  pthread_mutex_unlock(&m->jobs_mu);
+  int64_t ms = stopping && m->spec->rpc_timeout_ms > RESET_DRAINING_MS ? RESET_DRAINING_MS
+                                                                       : m->spec->rpc_timeout_ms;
   for (int i = 0; i < m->n_tasks; i++) {
-    tf_wire_header h = tf__ms_header(m, i, TF_M_WORKER_RESET, 0, 0, m->spec->rpc_timeout_ms);
+    tf_wire_header h = tf__ms_header(m, i, TF_M_WORKER_RESET, 0, 0, ms);
     tf_wire_writer *wr = tf_wire_writer_new(&h);
     tf_msg_worker_reset_req_encode(wr, &b);
     nng_msg *msg = NULL;
@@ -383,7 +391,7 @@ static void reset(tf_master *m, struct tf_rpc_call *call) {
       reset_done(c, &st, NULL);
       tf_status_init(&st);
     } else {
-      tf__ms_send(m, i, msg, m->spec->rpc_timeout_ms, reset_done, c);
+      tf__ms_send(m, i, msg, ms, reset_done, c);
     }
   }
   tf_msg_reset_req_fini(&rq);
@@ -611,17 +619,20 @@ static void wait_calls(tf_master *m, bool senders_only) {
 void tf_master_free(tf_master *m) {
   if (m == NULL) return;
   tf_metrics_remove_collector(tf_metrics_global(), m->collector);
-  if (m->srv != NULL) {
-    tf__ms_jobs_free(m); /* their threads call this master */
-  }
   pthread_mutex_lock(&m->mu);
   m->draining = true;
   pthread_mutex_unlock(&m->mu);
-  /* Steps in flight answer UNAVAILABLE (their calls are finished), then
-   * the server stops: no handler runs after this. */
+  /* Steps in flight answer UNAVAILABLE (their calls are finished): a job
+   * or input pipeline blocked in one (on a task that stopped first) then
+   * ends, and no new step starts. */
   char why[160];
   snprintf(why, sizeof why, "the master at %s is stopping", m->url);
   tf__ms_abort_steps(m, -1, 0, TF_UNAVAILABLE, why);
+  if (m->srv != NULL) {
+    tf__ms_jobs_free(m); /* their threads call this master */
+  }
+  tf__ms_abort_steps(m, -1, 0, TF_UNAVAILABLE, why);
+  /* Then the server stops: no handler runs after this. */
   tf_rpc_server_stop(m->srv);
   m->srv = NULL;
   tf_workq_free(m->build_q); /* queued builds run (their steps are over) */

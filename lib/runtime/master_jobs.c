@@ -351,6 +351,7 @@ void tf__ms_jobs_stop(tf_master *m, int64_t timeout_ms) {
   for (int i = 0; i < n; i++) {
     tf_job_info info;
     tf_job_info_get(jobs[i], &info);
+    tf_job_master_stopping(jobs[i]);
     if (!tf_job_state_final(info.state) && tf_job_checkpoint_dir(jobs[i])) {
       tf_log(LOG_NOTICE, "job %s: checkpointing and suspending (the master is "
              "shutting down)", info.id);

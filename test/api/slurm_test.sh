@@ -220,6 +220,8 @@ fi
 stops=$(for f in "$D"/out/tf-*.log; do
   t() { grep -m1 "$1" "$f" 2>/dev/null | grep -o 'T[0-9:.]*' | head -n 1 | tr -d T; }
   echo "slurm_test: ${f##*/}: SIGTERM $(t 'received SIGTERM'), drained $(t 'drained in'), stopped $(t ': stopped')"
+  # One that did not stop: its last lines (without the step lines).
+  grep -q ': stopped' "$f" 2>/dev/null || grep -v ' loss ' "$f" | tail -n 12 | sed 's/^/  | /'
 done)
 
 scontrol shutdown >/dev/null 2>&1
