@@ -416,10 +416,11 @@ static void check_split(build_fn build, int par, int min_loops, int trips) {
       ck_assert_int_eq(((int32_t *)want[0]->data)[0], trips);
     } else if (trips == 0) { /* the cond: the loop's branch, then the other */
       ck_assert_int_eq(((bool *)want[1]->data)[0], step == 0);
-    } else { /* gradients: not all zero */
+    } else { /* gradients: not all zero (they can be small: the nested
+              * loop quarters v in each of the 6 iterations) */
       float norm = 0;
       for (int i = 0; i < 9; i++) norm += fabsf(((float *)want[1]->data)[i]);
-      ck_assert_msg(norm > 1e-3f, "d loss / dx is zero");
+      ck_assert_msg(norm > 0, "d loss / dx is zero");
     }
     run_parts(p, n, ex, mgr, res, (uint64_t)step + 1, x, got);
     for (int k = 0; k < NFETCH; k++) {
