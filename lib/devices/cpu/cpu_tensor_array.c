@@ -535,11 +535,11 @@ static tf_code split_compute(tf_kernel_ctx *ctx) {
     start[k] = total;
     total += rows[k] >= 0 ? rows[k] : 0;
     if (rows[k] < 0 || total > value->shape.dims[0]) {
+      long long bad = (long long)rows[k];
       free(at);
       return tf_kernel_error(ctx, TF_INVALID_ARGUMENT, "lengths[%lld] = %lld: "
                              "lengths must be >= 0 and add up to value's %lld "
-                             "rows", (long long)k, (long long)rows[k],
-                             (long long)value->shape.dims[0]);
+                             "rows", (long long)k, bad, (long long)value->shape.dims[0]);
     }
   }
   tf_code rc = total != value->shape.dims[0]
