@@ -4,8 +4,8 @@
  * timer; it frees the service before closing its handles. The drain runs
  * on a thread of its own (the service's drain blocks for up to drain_ms)
  * and wakes the loop through an async handle when it is done, so the loop
- * keeps the watchdog beating; a second signal while draining exits at
- * once (TF_EXIT_FORCED). */
+ * keeps the watchdog beating; a second SIGINT while draining exits at
+ * once (TF_EXIT_FORCED), a second SIGTERM is logged and changes nothing. */
 #include "cmd/common/daemon.h"
 
 #include <errno.h>
@@ -172,10 +172,18 @@ static void on_drained(uv_async_t *h) {
 
 static void on_signal(uv_signal_t *h, int signum) {
   tf_daemon *d = h->data;
-  if (d->stopping) {
-    /* Nothing waits on the drain thread: leave now. */
-    tf_log(LOG_NOTICE, "SIG%s again while draining: exiting at once", sigabbrev_np(signum));
+  if (d->stopping && signum == SIGINT) {
+    /* Ctrl-C twice. Nothing waits on the drain thread: leave now. */
+    tf_log(LOG_NOTICE, "SIGINT again while draining: exiting at once");
     _exit(TF_EXIT_FORCED);
+  }
+  if (d->stopping) {
+    /* One stop may come from several senders (Slurm's step signal and
+     * the batch script, systemd and an operator); the drain has its own
+     * deadline. */
+    tf_log(LOG_NOTICE, "SIG%s again while draining: the drain goes on (SIGINT or SIGKILL "
+           "to exit at once)", sigabbrev_np(signum));
+    return;
   }
   d->stopping = true;
   if (d->spec != NULL) d->drain_ms = d->spec->drain_ms;

@@ -5,10 +5,11 @@
  * apply what can change while serving (cluster_spec_reload.h), the pid
  * file, READY=1 / RELOADING=1 / STOPPING=1 / WATCHDOG=1 to the service
  * manager (cmd/common/notify.h). The drain runs on a thread
- * so the loop (and the watchdog) keep running; a second SIGTERM/SIGINT
- * while draining exits at once. Exit codes: 0 after a clean stop, 1 for a
- * bad config or a failed start, 2 for bad usage, 3 after a second signal
- * cut the drain short. */
+ * so the loop (and the watchdog) keep running; a second SIGINT while
+ * draining exits at once, a second SIGTERM does not (one stop may have
+ * several senders). Exit codes: 0 after a clean stop, 1 for a bad config
+ * or a failed start, 2 for bad usage, 3 after a second SIGINT cut the
+ * drain short. */
 #ifndef TF_CMD_COMMON_DAEMON_H
 #define TF_CMD_COMMON_DAEMON_H
 

@@ -11,9 +11,11 @@
 #      workers with one srun (SLURM_STEP_NODELIST=n[009-011],
 #      SLURM_STEP_TASKS_PER_NODE=2,1(x2)); each takes its role from Slurm;
 #   2. the script submits a small job, which trains steps;
-#   3. scancel: every daemon logs "received SIGTERM: draining" and
-#      "stopped", exits 0, and the Slurm job ends CANCELLED;
-#   4. scontrol shutdown and munged stopped: nothing is left running.
+#   3. scancel --signal=TERM: every daemon logs "received SIGTERM:
+#      draining" and "stopped", exits 0, and the Slurm job ends COMPLETED;
+#   4. a second job, stopped by a plain scancel: every daemon gets SIGTERM
+#      and the job ends CANCELLED;
+#   5. scontrol shutdown and munged stopped: nothing is left running.
 # Skipped (exit 0, saying why) where slurmctld, slurmd or munged are not
 # installed, or not root (unshare -m). Prints a Check-style summary line.
 set -u
@@ -191,7 +193,9 @@ check "tasks are on the three nodes' addresses" \
   bash -c "grep -q 'master .*n009:7070' $D/health.out && grep -q 'ps .*n009:7071' $D/health.out &&
            grep -q 'worker .*0 .*n010:7070' $D/health.out && grep -q 'worker .*1 .*n011:7070' $D/health.out"
 
-scancel "$jid"
+# The drained stop: scancel --signal=TERM signals the daemons, not srun
+# (which would SIGKILL them, as a plain scancel makes it do).
+scancel --signal=TERM "$jid"
 state=""
 # The master may take up to drain_ms plus rpc_ms (a call of the running
 # job to a task that stopped first) to stop, more under a sanitizer: 60 s.
@@ -200,10 +204,9 @@ for _ in $(seq 1 600); do
   case "$state" in CANCELLED|COMPLETED|FAILED|TIMEOUT) break ;; esac
   sleep 0.1
 done
-# The batch script waits for srun, which waits for the drained daemons.
-for _ in $(seq 1 300); do grep -q "srun exited" "$D/out/batch.out" 2>/dev/null && break; sleep 0.1; done
 echo "slurm_test: job $jid ended $state"
-check "scontrol show job ends CANCELLED" [ "$state" = CANCELLED ]
+check "scancel --signal=TERM: the job ends COMPLETED" [ "$state" = COMPLETED ]
+check "srun exited 0 after the drain" grep -q "srun exited 0" "$D/out/batch.out"
 for t in 0 1 2 3; do
   f="$D/out/tf-$jid-task$t.log"
   check "task $t got SIGTERM, drained and stopped" \
@@ -212,12 +215,33 @@ done
 check "task 0 ran tfmaster for the master's rank" grep -q "this task is the master: exec .*tfmaster" "$D/out/tf-$jid-task0.log"
 check "no task exited non-zero" bash -c "! grep -q 'exit code [1-9]' '$D/out/batch.out' $D/log/slurmd-*.log"
 echo "--- batch output"; cat "$D/out/batch.out"
+
+# A plain scancel once the cluster is up: SIGTERM to every daemon (srun
+# may SIGKILL them before their drain ends), the job ends CANCELLED.
+jid2=$(cd "$D" && TF_BIN="$bin" TF_SLURM_LOGS="$D/out" TF_SLURM_KEEP=1 sbatch --parsable -N 3 \
+  -o "$D/out/batch2.out" "$root/conf/slurm/tf-cluster.sbatch" "$D/job.yaml" "$D/cluster.yaml")
+for _ in $(seq 1 300); do
+  grep -q "submitted" "$D/out/batch2.out" 2>/dev/null && break
+  sleep 0.1
+done
+scancel "$jid2"
+state=""
+for _ in $(seq 1 600); do
+  state=$(scontrol show job "$jid2" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+  case "$state" in CANCELLED|COMPLETED|FAILED|TIMEOUT) break ;; esac
+  sleep 0.1
+done
+echo "slurm_test: job $jid2 (plain scancel) ended $state"
+check "plain scancel: the job ends CANCELLED" [ "$state" = CANCELLED ]
+check "plain scancel: every daemon got SIGTERM" \
+  bash -c "[ \$(grep -l 'received SIGTERM' $D/out/tf-$jid2-task*.log | wc -l) = 4 ]"
+echo "--- batch output of job $jid2"; cat "$D/out/batch2.out"
 if [ "$failures" -gt 0 ]; then
   for f in "$D"/out/tf-*.log; do echo "--- $f"; tail -n 15 "$f"; done
   tail -n 20 "$D/log/slurmctld.log"
 fi
 # When each daemon got SIGTERM, drained and stopped (printed at the end).
-stops=$(for f in "$D"/out/tf-*.log; do
+stops=$(for f in "$D"/out/tf-"$jid"-*.log; do
   t() { grep -m1 "$1" "$f" 2>/dev/null | grep -o 'T[0-9:.]*' | head -n 1 | tr -d T; }
   echo "slurm_test: ${f##*/}: SIGTERM $(t 'received SIGTERM'), drained $(t 'drained in'), stopped $(t ': stopped')"
   # One that did not stop: its last lines (without the step lines).

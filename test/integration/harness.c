@@ -300,7 +300,7 @@ void th_stop_all(th_cluster *c, int64_t grace_ms) {
     }
   }
   for (int i = 0; i < c->n_tasks; i++) {
-    th_stop_task(&c->tasks[i], SIGTERM, grace_ms);
+    th_stop_task(&c->tasks[i], 0, grace_ms); /* wait; SIGKILL after grace_ms */
   }
 }
 
