@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lib/core/base/half.h"
 #include "lib/core/framework/kernel.h"
@@ -71,12 +72,6 @@ static tf_code unary_run(tf_kernel_ctx *ctx, tf_range_fn fn, int64_t grain) {
   static inline T log1p_##S(T x) { return L(log1p)(x); }                       \
   static inline T sqrt_##S(T x) { return L(sqrt)(x); }                         \
   static inline T rsqrt_##S(T x) { return (T)1 / L(sqrt)(x); }                 \
-  static inline T tanh_##S(T x) { return L(tanh)(x); }                         \
-  static inline T sigmoid_##S(T x) {                                           \
-    T e = L(exp)(-L(fabs)(x));                                                 \
-    T r = (T)1 / ((T)1 + e);                                                   \
-    return x >= 0 ? r : e * r;                                                 \
-  }                                                                            \
   static inline T relu_##S(T x) { /* -0 -> +0; nested ?: vectorises */       \
     return x < 0 ? (T)0 : (x == 0 ? (T)0 : x);                                 \
   }                                                                            \
@@ -92,6 +87,60 @@ static tf_code unary_run(tf_kernel_ctx *ctx, tf_range_fn fn, int64_t grain) {
 #define LIBM_F64(fn) fn
 FLOAT_ELEMS(f32, float, LIBM_F32)
 FLOAT_ELEMS(f64, double, LIBM_F64)
+
+static inline double tanh_f64(double x) { return tanh(x); }
+static inline double sigmoid_f64(double x) {
+  double e = exp(-fabs(x));
+  double r = 1 / (1 + e);
+  return x >= 0 ? r : e * r;
+}
+
+/* float32 Sigmoid and Tanh (an LSTM's gates) without libm calls, so the
+ * loops vectorise: exp of x <= 0 as 2^n p(r), n = round(x log2 e), r = x
+ * - n ln 2 in two parts, p Cephes's degree-7 polynomial (about 1 ulp),
+ * 2^n built in the exponent bits; below -87.3 (results under FLT_MIN,
+ * which no float32 op here tells from 0) it is 0. Tanh is Cephes's odd
+ * polynomial below |x| = 0.625 and 1 - 2/(1 + e^2|x|) above; both within
+ * a few ulp (cpu_math_unary_test: rtol 1e-6 against long double). */
+static inline float exp_neg_f32(float x) {
+  float xc = x < -87.3f ? -87.3f : x;
+  /* n = round(xc log2 e) by adding 1.5 * 2^23: t's low mantissa bits are
+   * n (floorf and float-to-int conversions do not vectorise while
+   * floating-point exceptions are kept). */
+  float t = xc * 1.44269504088896341f + 12582912.0f;
+  float n = t - 12582912.0f;
+  int32_t tb;
+  memcpy(&tb, &t, sizeof tb);
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (tb - 0x4B400000 + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, sizeof scale);
+  return x < -87.3f ? 0.0f : p * scale;
+}
+
+static inline float sigmoid_f32(float x) {
+  float e = exp_neg_f32(-fabsf(x));
+  float r = 1.0f / (1.0f + e);
+  return x != x ? x : (x >= 0 ? r : e * r);
+}
+
+static inline float tanh_f32(float x) {
+  float a = fabsf(x);
+  float z = x * x;
+  float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+                  1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+  float e = exp_neg_f32(-2.0f * a);
+  float big = copysignf((1.0f - e) / (1.0f + e), x);
+  return x != x ? x : (a < 0.625f ? small : big);
+}
 
 /* Integers: T computed through the unsigned type U (at least unsigned int,
  * so small types do not promote to int), which wraps instead of
