@@ -2,8 +2,12 @@
  * accepts connections (up to max_connections; more are closed at once)
  * and each connection gets a thread of its own that reads frames one
  * after another: the 16-byte prefix (waiting up to idle_ms for it to
- * begin), the header (<= 64 KiB), and the payload straight into a tensor
- * allocated for it, then calls deliver on that thread. Nothing is
+ * begin), the header (<= 64 KiB), and the payload into a tensor allocated
+ * for it, then calls deliver on that thread. Reads of less than
+ * READ_BUF_BYTES go through a per-connection buffer, filled with whatever
+ * the socket holds, so a small frame (a loop's predicate) costs one
+ * wake-up of this thread instead of three; larger payloads are read
+ * straight into their tensor. Nothing is
  * allocated for a frame until its prefix and header have been checked
  * (tstream_frame.c). A bad frame, a frame for another task, a peer that
  * vanishes or stalls inside a frame close that connection, and each is
@@ -29,6 +33,7 @@
 
 #define ACCEPT_BACKOFF_MS 100 /* after an accept error (EMFILE ...) */
 #define MAX_LOGGED 64         /* (kind, peer) pairs logged once each */
+#define READ_BUF_BYTES 16384  /* a connection's read-ahead buffer */
 
 typedef struct sconn {
   tf_tstream_server *s;
@@ -39,6 +44,8 @@ typedef struct sconn {
   char peer[80];             /* "host:port" */
   char host[64];
   uint8_t *hbuf;             /* header bytes, capacity hcap */
+  uint8_t *rbuf;             /* read ahead: [rpos, rlen) not yet consumed */
+  size_t rpos, rlen;
   size_t hcap;
   const tf__peer_metrics *pm; /* the series of pm_from, the last sender */
   char pm_from[128];
@@ -140,13 +147,27 @@ static bool start_read(sconn *c) {
   return open;
 }
 
-/* Reads exactly len bytes. The first read waits up to first_ms, later
- * ones (progress) up to rest_ms. Returns NNG's code; *got the bytes read. */
+/* Moves up to len - *got buffered bytes to buf + *got. */
+static void take_buffered(sconn *c, void *buf, size_t len, size_t *got) {
+  size_t n = TF_MIN(c->rlen - c->rpos, len - *got);
+  memcpy((char *)buf + *got, c->rbuf + c->rpos, n);
+  c->rpos += n;
+  *got += n;
+}
+
+/* Reads exactly len bytes: first what the read-ahead buffer holds, then
+ * from the stream (into the buffer, which is empty by then, when fewer
+ * than READ_BUF_BYTES are missing). The first read waits up to first_ms,
+ * later ones (progress) up to rest_ms. Returns NNG's code; *got the bytes
+ * read. */
 static int read_full(sconn *c, void *buf, size_t len, int64_t first_ms,
                      int64_t rest_ms, size_t *got) {
   *got = 0;
+  take_buffered(c, buf, len, got);
   while (*got < len) {
-    nng_iov iov = {(char *)buf + *got, len - *got};
+    bool ahead = len - *got < READ_BUF_BYTES;
+    nng_iov iov = ahead ? (nng_iov){c->rbuf, READ_BUF_BYTES}
+                        : (nng_iov){(char *)buf + *got, len - *got};
     nng_aio_set_iov(c->aio, 1, &iov);
     nng_aio_set_timeout(c->aio, tf__tstream_ms(*got == 0 ? first_ms : rest_ms));
     if (!start_read(c)) {
@@ -162,7 +183,13 @@ static int read_full(sconn *c, void *buf, size_t len, int64_t first_ms,
       return NNG_ECLOSED;
     }
     c->spoke = true;
-    *got += n;
+    if (ahead) {
+      c->rpos = 0;
+      c->rlen = n;
+      take_buffered(c, buf, len, got);
+    } else {
+      *got += n;
+    }
   }
   return 0;
 }
@@ -406,6 +433,7 @@ static void *conn_main(void *arg) {
   tf_tstream_server *s = c->s;
   pthread_setname_np(pthread_self(), "tstream:conn"); /* else NNG's name */
   tf__tstream_peer(c->stream, c->peer, sizeof c->peer, c->host, sizeof c->host);
+  c->rbuf = tf__xmalloc(READ_BUF_BYTES);
   serve(c);
   pthread_mutex_lock(&s->mu);
   unlink_conn(s, c);
@@ -414,6 +442,7 @@ static void *conn_main(void *arg) {
   nng_stream_free(c->stream);
   nng_aio_free(c->aio);
   free(c->hbuf);
+  free(c->rbuf);
   free(c);
   pthread_mutex_lock(&s->mu);
   s->n_conns--;
