@@ -109,7 +109,7 @@ static inline float exp_neg_f32(float x) {
    * floating-point exceptions are kept). */
   float t = xc * 1.44269504088896341f + 12582912.0f;
   float n = t - 12582912.0f;
-  int32_t tb;
+  uint32_t tb; /* unsigned: a NaN's bits shift without overflow */
   memcpy(&tb, &t, sizeof tb);
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
@@ -120,7 +120,7 @@ static inline float exp_neg_f32(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (tb - 0x4B400000 + 127) << 23;
+  uint32_t bits = (tb - 0x4B400000u + 127u) << 23;
   float scale;
   memcpy(&scale, &bits, sizeof scale);
   return x < -87.3f ? 0.0f : p * scale;
