@@ -1,22 +1,21 @@
 /* cpu_blas.c: checked OpenBLAS GEMM wrappers and the BLAS thread policy.
  *
- * Thread policy: OpenBLAS owns the threads of a large GEMM. On first use it
- * is given the default intra-op pool's thread count (capped at the online
- * CPUs, and left alone when OPENBLAS_NUM_THREADS is set), and kernels issue
- * a large GEMM from their own thread, never from inside a tf_parallel_for
- * chunk. Only GEMMs that OpenBLAS runs single-threaded anyway (m*n*k <=
- * 65536 * 4, the GEMM_MULTITHREAD_THRESHOLD rule of its interface/gemm.c)
- * may be issued from pool chunks, e.g. by BatchMatMul spreading many small
- * matrices over the pool. So the two thread systems never run one GEMM
- * together and never oversubscribe the cores.
+ * Thread policy: OpenBLAS runs every GEMM on the calling thread (one
+ * OpenBLAS thread, unless OPENBLAS_NUM_THREADS says otherwise), and a GEMM
+ * of TF__BLAS_SINGLE_THREAD_MNK multiply-adds or more is split by rows of C
+ * over the default intra-op pool, one single-threaded OpenBLAS call per
+ * chunk (a call from inside a pool chunk runs its rows inline). So the
+ * cores are shared by one set of threads, ours, whose idle workers sleep.
  *
- * Why (measured on the idle 2-core machine, n x n float32 products): the
- * alternative, single-threaded OpenBLAS with the rows of C split over the
- * pool, took 2.1x the time of OpenBLAS's own threading at n = 256, 1.2-1.8x
- * at 512 and par at 1024 (the pool's wake-up and the per-chunk repacking of
- * B dominate small sizes), and 1.8-2x at every size when calls with
- * OpenBLAS threads were mixed in, because OpenBLAS's idle workers spin for
- * a while after each call and take the core from the pool's helper. */
+ * Why (measured on the idle 2-core CI machine, make bench-train, whose
+ * graphs run several GEMMs at once on the executor's threads): with
+ * OpenBLAS's own threads, an LSTM step took 57 ms and a CNN step 28.8 ms;
+ * with this policy 24.6 ms and 22.9 ms, the MLP step 1.73 ms against
+ * 1.62 ms. OpenBLAS's idle workers spin for a while after each call and
+ * take the cores from the executor's other threads and the pool's helper;
+ * two executor threads each calling a threaded GEMM oversubscribe the
+ * cores. The earlier measurement that favoured OpenBLAS's threads (2.1x at
+ * n = 256, par at 1024) timed one GEMM alone. */
 #include "lib/devices/cpu/cpu_blas.h"
 
 #include <cblas.h>
@@ -36,12 +35,7 @@ static void blas_init_threads(void) {
   if (env != NULL && env[0] != '\0') {
     return; /* the user chose; respect it */
   }
-  int n = tf_threadpool_size(tf_threadpool_default());
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus > 0 && n > cpus) {
-    n = (int)cpus;
-  }
-  openblas_set_num_threads(n < 1 ? 1 : n);
+  openblas_set_num_threads(1);
 }
 
 int tf__blas_num_threads(void) {
@@ -131,6 +125,49 @@ static bool gemm_prologue(const tf__gemm_dims *d, bool alpha_zero,
   return !(d->k == 0 || alpha_zero);
 }
 
+/* One GEMM, or its rows [begin, end) of C. */
+typedef struct gemm_call {
+  const tf__gemm_dims *d;
+  bool dbl;
+  double alpha, beta;
+  const void *a, *b;
+  void *c;
+} gemm_call;
+
+static void gemm_rows(void *arg, int64_t begin, int64_t end) {
+  const gemm_call *g = arg;
+  const tf__gemm_dims *d = g->d;
+  /* Row r of op(A) starts at a + r * lda, or (transposed) a + r. */
+  int64_t a_off = d->trans_a ? begin : begin * d->lda, c_off = begin * d->ldc;
+  CBLAS_TRANSPOSE ta = d->trans_a ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = d->trans_b ? CblasTrans : CblasNoTrans;
+  int rows = (int)(end - begin);
+  if (g->dbl) {
+    cblas_dgemm(CblasRowMajor, ta, tb, rows, (int)d->n, (int)d->k, g->alpha,
+                (const double *)g->a + a_off, (int)d->lda, g->b, (int)d->ldb, g->beta,
+                (double *)g->c + c_off, (int)d->ldc);
+  } else {
+    cblas_sgemm(CblasRowMajor, ta, tb, rows, (int)d->n, (int)d->k, (float)g->alpha,
+                (const float *)g->a + a_off, (int)d->lda, g->b, (int)d->ldb,
+                (float)g->beta, (float *)g->c + c_off, (int)d->ldc);
+  }
+}
+
+/* Runs g on the calling thread, or split by rows over the default pool
+ * when large and OpenBLAS runs one thread (the policy above). */
+static void gemm_run(const gemm_call *g) {
+  const tf__gemm_dims *d = g->d;
+  tf_threadpool *pool = tf_threadpool_default();
+  int threads = tf_threadpool_size(pool);
+  if (threads > 1 && d->m > 1 && !tf__blas_is_single_threaded(d->m, d->n, d->k) &&
+      openblas_get_num_threads() == 1) {
+    int64_t grain = (d->m + threads - 1) / threads; /* one chunk per thread */
+    tf_parallel_for(pool, d->m, grain, gemm_rows, (void *)g);
+  } else {
+    gemm_rows((void *)g, 0, d->m);
+  }
+}
+
 tf_code tf__blas_sgemm(const tf__gemm_dims *d, float alpha, const float *a,
                        const float *b, float beta, float *c, tf_status *st) {
   tf_code code;
@@ -140,10 +177,7 @@ tf_code tf__blas_sgemm(const tf__gemm_dims *d, float alpha, const float *a,
     }
     return code;
   }
-  cblas_sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans,
-              d->trans_b ? CblasTrans : CblasNoTrans, (int)d->m, (int)d->n,
-              (int)d->k, alpha, a, (int)d->lda, b, (int)d->ldb, beta, c,
-              (int)d->ldc);
+  gemm_run(&(gemm_call){d, false, alpha, beta, a, b, c});
   return TF_OK;
 }
 
@@ -157,9 +191,6 @@ tf_code tf__blas_dgemm(const tf__gemm_dims *d, double alpha, const double *a,
     }
     return code;
   }
-  cblas_dgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans,
-              d->trans_b ? CblasTrans : CblasNoTrans, (int)d->m, (int)d->n,
-              (int)d->k, alpha, a, (int)d->lda, b, (int)d->ldb, beta, c,
-              (int)d->ldc);
+  gemm_run(&(gemm_call){d, true, alpha, beta, a, b, c});
   return TF_OK;
 }

@@ -36,24 +36,24 @@ tf_code tf__blas_check(const tf__gemm_dims *d, tf_status *st);
 
 /* The GEMM itself (after tf__blas_check). m == 0 or n == 0 does nothing;
  * k == 0 or alpha == 0 only scales C by beta (zero-fills for beta == 0).
- * Runs on OpenBLAS's threads when the problem is large enough for OpenBLAS
- * to split it (see tf__blas_is_single_threaded). */
+ * Runs on the calling thread, or split by rows of C over the default
+ * intra-op pool when large (see tf__blas_is_single_threaded). */
 tf_code tf__blas_sgemm(const tf__gemm_dims *d, float alpha, const float *a,
                        const float *b, float beta, float *c, tf_status *st);
 tf_code tf__blas_dgemm(const tf__gemm_dims *d, double alpha, const double *a,
                        const double *b, double beta, double *c,
                        tf_status *st);
 
-/* True when OpenBLAS runs a GEMM of this size on the calling thread only
- * (m*n*k at most TF__BLAS_SINGLE_THREAD_MNK). Only such calls may be made
- * from inside a tf_parallel_for chunk; larger ones are made from the
- * kernel's own thread so OpenBLAS's threads do not oversubscribe the cores
- * next to the intra-op pool. */
-#define TF__BLAS_SINGLE_THREAD_MNK (65536.0 * 4.0)
+/* True when a GEMM of this size runs on the calling thread only (m*n*k
+ * at most TF__BLAS_SINGLE_THREAD_MNK, 256^3); larger ones are split over the
+ * default intra-op pool. Kernels may spread such small GEMMs over the pool
+ * themselves (BatchMatMul's matrices). With OPENBLAS_NUM_THREADS > 1 in
+ * the environment, OpenBLAS threads them too. */
+#define TF__BLAS_SINGLE_THREAD_MNK (16777216.0)
 bool tf__blas_is_single_threaded(int64_t m, int64_t n, int64_t k);
 
-/* The number of threads OpenBLAS uses for large GEMMs (set once, on the
- * first call of any function here, from the default intra-op pool size). */
+/* The number of threads OpenBLAS uses (set once, on the first call of any
+ * function here: 1 unless OPENBLAS_NUM_THREADS is set). */
 int tf__blas_num_threads(void);
 
 #endif

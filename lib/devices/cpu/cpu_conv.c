@@ -232,7 +232,7 @@ void tf__im2col_rows(void *arg, int64_t begin, int64_t end) {
 int64_t tf__conv_part_rows(const tf__conv_geom *g, size_t esz,
                            const tf_threadpool *pool) {
   double kc = (double)g->k * (double)g->cout;
-  double rows = TF__BLAS_SINGLE_THREAD_MNK / kc;
+  double rows = TF__CONV_PART_MNK / kc;
   if (tf_threadpool_size(pool) < 2 || rows < TF__CONV_PART_MIN_ROWS) {
     return 0;
   }

@@ -68,12 +68,12 @@ void tf__im2col_rows(void *arg, int64_t begin, int64_t end);
 
 /* Small convolutions (a first layer with few input channels) go faster
  * split over the pool into one part per thread, each running im2col and a
- * single-threaded GEMM on chunks of output pixels that stay in cache
- * (cpu_blas.c's policy allows only GEMMs that OpenBLAS keeps on the calling
- * thread inside pool chunks). Returns the rows per chunk for that path: at
- * most what keeps K * Cout * rows under TF__BLAS_SINGLE_THREAD_MNK and a
- * chunk within TF__CONV_PART_BYTES; 0 when that is under
- * TF__CONV_PART_MIN_ROWS rows or the pool has one thread. */
+ * single-threaded GEMM on chunks of output pixels that stay in cache.
+ * Returns the rows per chunk for that path: at most what keeps K * Cout *
+ * rows under TF__CONV_PART_MNK (64^3 multiply-adds, a GEMM small enough
+ * to stay in cache) and a chunk within TF__CONV_PART_BYTES; 0 when that is
+ * under TF__CONV_PART_MIN_ROWS rows or the pool has one thread. */
+#define TF__CONV_PART_MNK (65536.0 * 4.0)
 #define TF__CONV_PART_BYTES ((int64_t)256 << 10)
 #define TF__CONV_PART_MIN_ROWS 64
 int64_t tf__conv_part_rows(const tf__conv_geom *g, size_t esz,
