@@ -226,6 +226,16 @@ static bool stopping(tf_job *j) {
   return s;
 }
 
+/* Sync replicas end with the chief's loop, on a cancel or on an error, but
+ * not on a stop alone (a suspend, a restore): the chief's update in flight
+ * waits for a gradient from every replica. */
+static bool replicas_ending(tf_job *j) {
+  pthread_mutex_lock(&j->mu);
+  bool s = j->replicas_end || j->cancel || (j->stop && j->error != NULL);
+  pthread_mutex_unlock(&j->mu);
+  return s;
+}
+
 typedef struct replica_arg {
   tf_job *j;
   tf_session *s;
@@ -244,12 +254,12 @@ static void *replica_main(void *arg) {
   tf_run_options ro = {0};
   tf_status st;
   tf_status_init(&st);
-  while (sync ? !stopping(j) : gate(j, true, false) == GATE_GO) {
+  while (sync ? !replicas_ending(j) : gate(j, true, false) == GATE_GO) {
     tf_tensor *out[2] = {NULL, NULL};
     tf_code code = tf_session_run(a->s, &ro, NULL, NULL, 0, fetch, out,
                                   sync ? 1 : 2, &target, 1, NULL, &st);
     if (code != TF_OK) {
-      if (stopping(j)) {
+      if (sync ? replicas_ending(j) : stopping(j)) {
         break;
       }
       tf_status_prefix(&st, "replica %d (%s)", a->i, j->workers[a->i]);
@@ -455,6 +465,7 @@ static tf_code open_session(tf_job *j, tf_status *st) {
 static void stop_replicas(tf_job *j, tf_session *s, pthread_t *threads, int n) {
   pthread_mutex_lock(&j->mu);
   j->stop = true;
+  j->replicas_end = true;
   pthread_cond_broadcast(&j->cv);
   pthread_mutex_unlock(&j->mu);
   if (j->jg->sync) {
@@ -477,6 +488,7 @@ static tf_code train(tf_job *j, tf_session *s, tf_status *st) {
     j->started_ns = tf__job_now_ns();
   }
   bool paused = j->paused;
+  j->replicas_end = false;
   pthread_mutex_unlock(&j->mu);
   tf__job_set_state(j, paused ? TF_JOB_PAUSED : TF_JOB_RUNNING);
   tf__job_log(j, "training: steps %lld to %lld, %lld examples per worker and step",

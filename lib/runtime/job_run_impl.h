@@ -36,6 +36,9 @@ struct tf_job {
   bool paused, cancel;     /* requested by tf_job_control */
   int64_t budget;          /* updates a paused job may still make */
   bool stop;               /* the loops end */
+  bool replicas_end;       /* sync: the chief's loop ended; so do the
+                            * replicas (until then they feed the chief's
+                            * update in flight, also after stop) */
   int64_t step, steps;     /* done / total */
   int64_t claimed;         /* async: updates started */
   int64_t *sent;           /* [n_workers] steps each replica finished */
