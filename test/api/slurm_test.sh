@@ -195,15 +195,20 @@ check "tasks are on the three nodes' addresses" \
 
 # The drained stop: scancel --signal=TERM signals the daemons, not srun
 # (which would SIGKILL them, as a plain scancel makes it do).
+# The final JobState of job $1, polled for up to 60 s: the master may take
+# drain_ms plus rpc_ms (a call of the running job to a task that stopped
+# first) to stop, more under a sanitizer.
+job_end_state() {
+  local s=""
+  for _ in $(seq 1 600); do
+    s=$(scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    case "$s" in CANCELLED|COMPLETED|FAILED|TIMEOUT) break ;; esac
+    sleep 0.1
+  done
+  echo "$s"
+}
 scancel --signal=TERM "$jid"
-state=""
-# The master may take up to drain_ms plus rpc_ms (a call of the running
-# job to a task that stopped first) to stop, more under a sanitizer: 60 s.
-for _ in $(seq 1 600); do
-  state=$(scontrol show job "$jid" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-  case "$state" in CANCELLED|COMPLETED|FAILED|TIMEOUT) break ;; esac
-  sleep 0.1
-done
+state=$(job_end_state "$jid")
 echo "slurm_test: job $jid ended $state"
 check "scancel --signal=TERM: the job ends COMPLETED" [ "$state" = COMPLETED ]
 check "srun exited 0 after the drain" grep -q "srun exited 0" "$D/out/batch.out"
@@ -225,12 +230,7 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 scancel "$jid2"
-state=""
-for _ in $(seq 1 600); do
-  state=$(scontrol show job "$jid2" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-  case "$state" in CANCELLED|COMPLETED|FAILED|TIMEOUT) break ;; esac
-  sleep 0.1
-done
+state=$(job_end_state "$jid2")
 echo "slurm_test: job $jid2 (plain scancel) ended $state"
 check "plain scancel: the job ends CANCELLED" [ "$state" = CANCELLED ]
 check "plain scancel: every daemon got SIGTERM" \
