@@ -128,6 +128,28 @@ static void wait_stepping(th_cluster *c, const char *id, int64_t min_step) {
   }
 }
 
+/* On a failure: the job's log and the master's last lines (the harness
+ * shows only a few of each task's). */
+static void dump_job(th_cluster *c, const char *id) {
+  char *out = NULL;
+  tj_tfctl(c, 5000, &out, NULL, "logs", id, NULL);
+  fprintf(stderr, "---- tfctl logs %s\n%s", id, out != NULL ? out : "(none)\n");
+  free(out);
+  char path[600];
+  snprintf(path, sizeof path, "%s/master-0.log", c->dir);
+  char *tail = tf_ctl_file_tail(path, 120, "  | ");
+  fprintf(stderr, "---- %s (last 120 lines)\n%s", path, tail);
+  free(tail);
+  th_task *m = th_task_get(c, "master", 0);
+  if (m->pid > 0 && access("/usr/bin/gdb", X_OK) == 0) { /* where the job waits */
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "/usr/bin/gdb -p %d -batch -ex 'thread apply all bt 20' "
+             "2>/dev/null | grep -E '^(Thread|#)' 1>&2", (int)m->pid);
+    fprintf(stderr, "---- the master's threads\n");
+    if (system(cmd) != 0) fprintf(stderr, "(gdb failed)\n");
+  }
+}
+
 static const char *const victims[][2] = {
     {"master", "0"}, {"ps", "0"}, {"worker", "0"}, {"worker", "1"}};
 
@@ -159,6 +181,9 @@ static int64_t one_kill(th_cluster *c, const char *id, unsigned *seed) {
     free(out);
     if (done) {
       return -1; /* it ended before stepping again: nothing to time */
+    }
+    if (tf_ctl_now_ms() >= end) {
+      dump_job(c, id);
     }
     TH_REQUIRE(c, tf_ctl_now_ms() < end, "job %s did not step again after "
                "%s-%d came back", id, t->job, t->task);
