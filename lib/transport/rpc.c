@@ -22,6 +22,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "lib/core/base/util.h"
+#include "lib/transport/nng_close.h"
 #include "lib/transport/peer_metrics.h"
 #include "lib/transport/rpc_server.h"
 
@@ -29,6 +30,7 @@
 #define MAX_CALLS_LIMIT 65536
 #define BACKOFF_MS 10            /* after a receive that failed */
 #define TRANSIT_WAIT_MS 10000    /* stop: operations NNG must end after close */
+#define CLOSE_WAIT_MS 3000       /* stop: nng_close itself */
 
 void tf__rpc_log(const tf_rpc_server *s, int prio, const char *fmt, ...) {
   char buf[1024];
@@ -784,7 +786,13 @@ void tf_rpc_server_stop(tf_rpc_server *s) {
   int owed = log_unfinished(s, "when the server stopped");
   s->closed = true; /* late replies are dropped; receives park */
   pthread_mutex_unlock(&s->mu);
-  nng_close(s->sock); /* listener, pipes and contexts: operations end */
+  /* Listener, pipes and contexts: operations end. A close that hangs
+   * (nng_close.h) is left behind: what it still holds is NNG's. */
+  if (!tf__nng_close_within(s->sock, CLOSE_WAIT_MS)) {
+    tf__rpc_log(s, LOG_ERR, "rpc server %s: NNG did not close the socket within %d ms "
+                "(NNG 1.5.2 can wait for ever on a pipe added while it closes); going on "
+                "without it", s->url, CLOSE_WAIT_MS);
+  }
   tf_workq_free(s->q); /* runs queued requests (refused) and joins */
   pthread_mutex_lock(&s->mu);
   int stuck = wait_slots(s, tf__now_ns() + TRANSIT_WAIT_MS * 1000000LL, true);

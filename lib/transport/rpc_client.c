@@ -12,20 +12,24 @@
  * certificate fails calls with UNAVAILABLE "TLS handshake failed". */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
 #include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
+#include "lib/transport/nng_close.h"
 #include "lib/transport/peer_metrics.h"
 #include "lib/transport/rpc.h"
 #include "lib/transport/rpc_probe.h"
 #include "lib/transport/tls.h"
 
 #define DEFAULT_POOL 16
+#define CLOSE_WAIT_MS 3000 /* nng_close itself (nng_close.h) */
 
 typedef struct pair {
   struct tf_rpc_client *c;
@@ -331,7 +335,14 @@ static void client_close(tf_rpc_client *c) {
     }
   }
   nng_dialer_close(c->dialer); /* a connect in progress ends first */
-  nng_close(c->sock);
+  /* A close that hangs (nng_close.h) is left behind, and with it the
+   * client's memory, which its operations may still reach. */
+  if (!tf__nng_close_within(c->sock, CLOSE_WAIT_MS)) {
+    fprintf(stderr, "<%d>rpc client to %s: NNG did not close the socket within %d ms "
+            "(NNG 1.5.2 can wait for ever on a pipe added while it closes); going on "
+            "without it\n", LOG_ERR, c->url, CLOSE_WAIT_MS);
+    return;
+  }
   client_unref(c);
 }
 
