@@ -5,7 +5,9 @@
  * on a thread of its own (the service's drain blocks for up to drain_ms)
  * and wakes the loop through an async handle when it is done, so the loop
  * keeps the watchdog beating; a second SIGINT while draining exits at
- * once (TF_EXIT_FORCED), a second SIGTERM is logged and changes nothing. */
+ * once (TF_EXIT_FORCED), a second SIGTERM is logged and changes nothing.
+ * What follows the drain (freeing the service, closing the loop) has a
+ * deadline of its own too. */
 #include "cmd/common/daemon.h"
 
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/common/metrics_http.h"
@@ -152,6 +155,82 @@ int tf_daemon_parse_args(int argc, char **argv, bool with_task,
     return TF_EXIT_USAGE;
   }
   return 0;
+}
+
+/* ---- the stop's deadline ---------------------------------------------------------- */
+
+/* Once the drain is over, stopping the metrics endpoint, freeing the
+ * service and closing the loop must end within STOP_GRACE_MS. A teardown
+ * that hangs (on a peer, a library, a bug) would leave a process that
+ * was told to stop and says it drained: the watch names the phase it
+ * hangs in and exits with TF_EXIT_FORCED. */
+#define STOP_GRACE_MS 10000
+
+typedef struct stop_watch {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  const char *phase; /* a literal, under mu */
+  const char *(*detail)(void); /* the service's own phase, or NULL */
+  pthread_t th;
+} stop_watch;
+
+static void *stop_watch_main(void *arg) {
+  stop_watch *w = arg;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += STOP_GRACE_MS / 1000;
+  pthread_mutex_lock(&w->mu);
+  while (!w->done && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0) {
+  }
+  bool stuck = !w->done;
+  const char *phase = w->phase;
+  pthread_mutex_unlock(&w->mu);
+  if (stuck) {
+    const char *detail = w->detail != NULL ? w->detail() : NULL;
+    tf_log(LOG_ERR, "stopping: %s%s%s%s has not ended %d s after the drain; exiting "
+           "without it", phase, detail ? " (" : "", detail ? detail : "", detail ? ")" : "",
+           STOP_GRACE_MS / 1000);
+    _exit(TF_EXIT_FORCED);
+  }
+  return NULL;
+}
+
+static void stop_watch_phase(stop_watch *w, const char *phase) {
+  pthread_mutex_lock(&w->mu);
+  w->phase = phase;
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void stop_metrics(tf_daemon *d);
+static void close_all(uv_handle_t *h, void *arg);
+
+/* After the loop: the metrics endpoint, the service and the loop's
+ * handles go, within STOP_GRACE_MS. */
+static void teardown(tf_daemon *d) {
+  stop_watch w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+                  .phase = "stopping the metrics endpoint", .detail = d->free_phase};
+  bool watched = pthread_create(&w.th, NULL, stop_watch_main, &w) == 0;
+  stop_metrics(d);
+  /* Free the service while the signal watchers still catch a second
+   * SIGTERM; closing them restores the default action, so ignore the
+   * signals right after. */
+  stop_watch_phase(&w, "freeing the service");
+  d->free(d->svc);
+  stop_watch_phase(&w, "closing the event loop");
+  uv_walk(&d->loop, close_all, NULL);
+  uv_run(&d->loop, UV_RUN_DEFAULT);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  uv_loop_close(&d->loop);
+  if (watched) {
+    pthread_mutex_lock(&w.mu);
+    w.done = true;
+    pthread_cond_signal(&w.cv);
+    pthread_mutex_unlock(&w.mu);
+    pthread_join(w.th, NULL);
+  }
 }
 
 static void *drain_main(void *arg) {
@@ -340,17 +419,7 @@ int tf_daemon_run(tf_daemon *d) {
   tf_log(LOG_NOTICE, "ready (pid %ld)%s", (long)getpid(),
          n > 0 ? "; sent READY=1 to $NOTIFY_SOCKET" : "");
   uv_run(&d->loop, UV_RUN_DEFAULT);
-  stop_metrics(d);
-  /* Free the service while the signal watchers still catch a second
-   * SIGTERM; closing them restores the default action, so ignore the
-   * signals right after. */
-  d->free(d->svc);
-  uv_walk(&d->loop, close_all, NULL);
-  uv_run(&d->loop, UV_RUN_DEFAULT);
-  signal(SIGTERM, SIG_IGN);
-  signal(SIGINT, SIG_IGN);
-  signal(SIGHUP, SIG_IGN);
-  uv_loop_close(&d->loop);
+  teardown(d);
   if (d->pid_file != NULL && tf_pidfile_read(d->pid_file) == getpid()) {
     unlink(d->pid_file);
   }

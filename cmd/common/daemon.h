@@ -62,6 +62,8 @@ typedef struct tf_daemon {
   int64_t tick_ms;
   void (*drain)(void *svc, int64_t timeout_ms);
   void (*free)(void *svc);
+  /* Optional: the phase of free under way (named when a stop hangs). */
+  const char *(*free_phase)(void);
   int64_t drain_ms;
   char status[256];       /* STATUS= text once serving */
   /* SIGHUP: the config re-read, the live spec its reloadable fields go

@@ -76,7 +76,8 @@ int main(int argc, char **argv) {
   tf_daemon_auth_note();
   char *url = tf_cluster_task_url(spec, a.job, a.task);
   tf_daemon d = {.prog = "tfworker", .svc = w, .tick = tick, .tick_ms = 1000,
-                 .drain = drain, .free = release, .drain_ms = spec->drain_ms,
+                 .drain = drain, .free = release, .free_phase = tf_worker_stop_phase,
+                 .drain_ms = spec->drain_ms,
                  .config_path = a.config, .spec = spec, .keep_log_level = a.log_level >= 0,
                  .role_from_env = a.role_from_env,
                  .pid_file = a.pid_file, .job = a.job, .task = a.task,

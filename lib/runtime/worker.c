@@ -6,6 +6,7 @@
  * handler threads and never wait for another task; the small methods
  * answer before returning, RunGraph answers from its step's completion. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,16 +371,23 @@ static void free_owner(void *v) {
   free(o);
 }
 
-/* Shutdown phases that take long are logged, so a slow stop says where. */
-static void slow_phase(const char *what, int64_t *t0) {
+/* Shutdown phases that take long are logged, so a slow stop says where;
+ * the phase under way is readable from any thread (a stop that hangs). */
+static _Atomic(const char *) stop_phase;
+
+const char *tf_worker_stop_phase(void) { return atomic_load(&stop_phase); }
+
+static void slow_phase(const char *what, const char *next, int64_t *t0) {
   int64_t now = tf__now_ns(), ms = (now - *t0) / 1000000;
   if (ms >= 500) tf_log(LOG_INFO, "stopping: %s took %" PRId64 " ms", what, ms);
+  atomic_store(&stop_phase, next);
   *t0 = now;
 }
 
 void tf_worker_free(tf_worker *w) {
   if (w == NULL) return;
   int64_t t0 = tf__now_ns();
+  atomic_store(&stop_phase, "ending the running steps");
   tf_metrics_remove_collector(tf_metrics_global(), w->collector);
   if (w->srv != NULL) {
     /* Refuse new steps, end the running ones and wait for their
@@ -393,12 +401,13 @@ void tf_worker_free(tf_worker *w) {
     pthread_mutex_lock(&w->mu);
     tf__wk_wait_idle_locked(w, "shutdown");
     pthread_mutex_unlock(&w->mu);
-    slow_phase("ending the running steps", &t0);
+    slow_phase("ending the running steps", "stopping the RPC server", &t0);
   }
+  atomic_store(&stop_phase, "stopping the RPC server");
   tf_rpc_server_stop(w->srv); /* no handler runs after this */
-  slow_phase("stopping the RPC server", &t0);
+  slow_phase("stopping the RPC server", "stopping the tensor stream", &t0);
   tf__wk_stream_stop(w);      /* nor a tensor-stream delivery */
-  slow_phase("stopping the tensor stream", &t0);
+  slow_phase("stopping the tensor stream", "freeing the graphs", &t0);
   tf__strmap_each(&w->clients, free_client);
   tf__strmap_fini(&w->clients);
   tf__wk_stream_free(w);
@@ -407,10 +416,10 @@ void tf_worker_free(tf_worker *w) {
   tf__strmap_fini(&w->graphs);
   tf__strmap_each(&w->owners, free_owner);
   tf__strmap_fini(&w->owners);
-  slow_phase("freeing the graphs", &t0);
+  slow_phase("freeing the graphs", "freeing the runner and resources", &t0);
   tf_workq_free(w->runner);
   tf_resource_mgr_free(w->res);
-  slow_phase("freeing the runner and resources", &t0);
+  slow_phase("freeing the runner and resources", NULL, &t0);
   pthread_mutex_destroy(&w->mu);
   pthread_mutex_destroy(&w->cmu);
   pthread_cond_destroy(&w->idle_cv);

@@ -31,6 +31,10 @@ void tf_worker_tick(tf_worker *w);
 void tf_worker_drain(tf_worker *w, int64_t timeout_ms);
 /* Stops serving and frees. NULL-safe. */
 void tf_worker_free(tf_worker *w);
+/* The phase of tf_worker_free running now in this process ("ending the
+ * running steps", ...), or NULL: what a stop that hangs is waiting for.
+ * Any thread may call it. */
+const char *tf_worker_stop_phase(void);
 
 uint64_t tf_worker_incarnation(const tf_worker *w);
 /* "/job:worker/replica:0/task:1/device:CPU:0" */
