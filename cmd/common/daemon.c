@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cmd/common/metrics_http.h"
@@ -28,6 +27,7 @@
 #include "cmd/common/pidfile.h"
 #include "lib/runtime/cluster_auth.h"
 #include "lib/core/base/fs_confine.h"
+#include "lib/core/base/util.h"
 #include "lib/runtime/cluster_spec_confine.h"
 #include "lib/runtime/cluster_spec_reload.h"
 #include "lib/runtime/cluster_spec_tls.h"
@@ -177,11 +177,10 @@ typedef struct stop_watch {
 
 static void *stop_watch_main(void *arg) {
   stop_watch *w = arg;
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += STOP_GRACE_MS / 1000;
+  int64_t deadline = tf__now_ns() + STOP_GRACE_MS * 1000000LL;
   pthread_mutex_lock(&w->mu);
-  while (!w->done && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0) {
+  for (int64_t now = tf__now_ns(); !w->done && now < deadline; now = tf__now_ns()) {
+    tf__cond_wait_ms(&w->cv, &w->mu, (deadline - now + 999999) / 1000000);
   }
   bool stuck = !w->done;
   const char *phase = w->phase;

@@ -6,7 +6,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "lib/core/base/util.h"
 
@@ -58,13 +57,10 @@ bool tf__nng_close_within(nng_socket sock, int64_t timeout_ms) {
     closing_put(c);
     return true;
   }
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  int64_t ns = until.tv_nsec + timeout_ms % 1000 * 1000000LL;
-  until.tv_sec += (time_t)(timeout_ms / 1000 + ns / 1000000000LL);
-  until.tv_nsec = (long)(ns % 1000000000LL);
+  int64_t deadline = tf__now_ns() + timeout_ms * 1000000;
   pthread_mutex_lock(&c->mu);
-  while (!c->done && pthread_cond_timedwait(&c->cv, &c->mu, &until) == 0) {
+  for (int64_t now = tf__now_ns(); !c->done && now < deadline; now = tf__now_ns()) {
+    tf__cond_wait_ms(&c->cv, &c->mu, (deadline - now + 999999) / 1000000);
   }
   bool done = c->done;
   pthread_mutex_unlock(&c->mu);
