@@ -17,6 +17,10 @@ for t in "$@"; do
     [ -z "$checks" ] && fail=$(( fail + 1 ))
     failed+=("$t")
     printf '%s\n' "$out" | grep -v -E '^[0-9]+%: Checks:' | tail -n 40
+    # The test's own lines last (not the daemons' logs nor stacks that it
+    # dumps): what it saw before it failed, where a short excerpt shows it.
+    echo "---- $t: its own last lines"
+    printf '%s\n' "$out" | grep -v -E '^[0-9]+%: Checks:|^  \||^#|^Thread|^----' | tail -n 25
     echo "FAIL $t (exit $rc) ${summary}"
   else
     echo "ok   $t  ${summary}"

@@ -140,14 +140,7 @@ static void dump_job(th_cluster *c, const char *id) {
   char *tail = tf_ctl_file_tail(path, 120, "  | ");
   fprintf(stderr, "---- %s (last 120 lines)\n%s", path, tail);
   free(tail);
-  th_task *m = th_task_get(c, "master", 0);
-  if (m->pid > 0 && access("/usr/bin/gdb", X_OK) == 0) { /* where the job waits */
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "/usr/bin/gdb -p %d -batch -ex 'thread apply all bt 20' "
-             "2>/dev/null | grep -E '^(Thread|#)' 1>&2", (int)m->pid);
-    fprintf(stderr, "---- the master's threads\n");
-    if (system(cmd) != 0) fprintf(stderr, "(gdb failed)\n");
-  }
+  th_dump_stacks(th_task_get(c, "master", 0)); /* where the job waits */
 }
 
 static const char *const victims[][2] = {

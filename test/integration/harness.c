@@ -328,6 +328,22 @@ void th_dump_logs(th_cluster *c) {
   dump_dir(c->run_dir);
 }
 
+void th_dump_stacks(th_task *t) {
+  if (t->pid <= 0 || access("/usr/bin/gdb", X_OK) != 0) {
+    return;
+  }
+  char cmd[200];
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/gdb -p %d -batch -ex 'thread apply all bt 24' 2>/dev/null | "
+           "grep -E '^(Thread|#)' 1>&2",
+           (int)t->pid);
+  fprintf(stderr, "---- the threads of /job:%s/task:%d (pid %d)\n", t->job, t->task,
+          (int)t->pid);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "(gdb failed)\n");
+  }
+}
+
 static bool loopback_port_free(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),

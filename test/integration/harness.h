@@ -115,6 +115,11 @@ pid_t th_spawn(th_cluster *c, char *const argv[], const char *log_path);
 /* Writes the tails of every log in the directory (and DIR/run) to stderr. */
 void th_dump_logs(th_cluster *c);
 
+/* Writes the stacks of every thread of t (gdb, when installed) to stderr,
+ * under a line naming the task: where a daemon that stopped answering
+ * waits. */
+void th_dump_stacks(th_task *t);
+
 /* Writes text to DIR/name; returns the path (static buffer per call site
  * is not needed: malloc'd). */
 char *th_write_file(th_cluster *c, const char *name, const char *text);
