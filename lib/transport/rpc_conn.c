@@ -7,13 +7,19 @@
  * at most once a second; so is every new pipe once the server is stopping
  * (closing the listener instead would close the pipes it accepted, and
  * with them the replies still to be sent). The idle sweep (rpc.c runs it from an NNG timer)
- * closes pipes without calls that have been idle for idle_ms. The table is
+ * ends pipes without calls that have been idle for idle_ms, a TCP one by
+ * shutting its socket down (pipe_shutdown.h). tf__conns_end_all ends
+ * every pipe the same way when the server stops. The table is
  * open-addressed by pipe id with linear probing (deletions shift back), at
  * most half full. */
 #include <syslog.h>
 #include <stdlib.h>
 
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
+
 #include "lib/core/base/util.h"
+#include "lib/transport/pipe_shutdown.h"
 #include "lib/transport/rpc_server.h"
 
 #define REFUSE_LOG_NS 1000000000LL /* at most one refusal line a second */
@@ -176,6 +182,22 @@ void tf__conns_call_end(tf__conns *t, uint32_t pipe) {
   pthread_mutex_unlock(&t->mu);
 }
 
+/* Ends the n pipes ids[]: a TCP one by shutting its socket down (a close
+ * while a frame arrives can hang NNG 1.5.2 for good: pipe_shutdown.h),
+ * others with nng_pipe_close. REM_POST then removes each. */
+static void end_pipes(const uint32_t *ids, int n) {
+  bool *done = tf__xcalloc((size_t)n + 1, sizeof *done);
+  tf__pipes_shutdown(ids, n, done);
+  for (int i = 0; i < n; i++) {
+    if (!done[i]) {
+      nng_pipe p = NNG_PIPE_INITIALIZER;
+      p.id = ids[i];
+      nng_pipe_close(p);
+    }
+  }
+  free(done);
+}
+
 int tf__conns_sweep(tf__conns *t) {
   int64_t now = tf__now_ns();
   pthread_mutex_lock(&t->mu);
@@ -191,13 +213,35 @@ int tf__conns_sweep(tf__conns *t) {
   }
   t->idle_closed += (uint64_t)k;
   pthread_mutex_unlock(&t->mu);
-  for (int i = 0; i < k; i++) {
-    nng_pipe p = NNG_PIPE_INITIALIZER;
-    p.id = ids[i];
-    nng_pipe_close(p); /* REM_POST then removes it */
-  }
+  end_pipes(ids, k);
   free(ids);
   return k;
+}
+
+void tf__conns_end_all(tf__conns *t, int64_t timeout_ms) {
+  pthread_mutex_lock(&t->mu);
+  uint32_t *ids = tf__xmalloc((size_t)(t->n + 1) * sizeof *ids);
+  int k = 0;
+  for (size_t i = 0; i <= t->mask; i++) {
+    conn *e = &t->tab[i];
+    if (e->id != 0 && !e->closing) {
+      e->closing = true;
+      ids[k++] = e->id;
+    }
+  }
+  pthread_mutex_unlock(&t->mu);
+  end_pipes(ids, k);
+  free(ids);
+  int64_t until = tf__now_ns() + timeout_ms * 1000000;
+  for (;;) {
+    pthread_mutex_lock(&t->mu);
+    int n = t->n;
+    pthread_mutex_unlock(&t->mu);
+    if (n == 0 || tf__now_ns() >= until) {
+      return;
+    }
+    nng_msleep(10);
+  }
 }
 
 void tf__conns_stats(tf__conns *t, tf_rpc_server_stats *out) {

@@ -7,7 +7,9 @@
  * the measurement catches the allocation); the (N+1)th connection is closed
  * at once while the first N keep working, counted and logged; idle
  * connections are closed after idle_connection_ms while active ones, and
- * ones with a call in progress, are not. Every wait is bounded. */
+ * ones with a call in progress, are not; connections ended by the sweep
+ * in the middle of a frame leave the server whole. Every wait is
+ * bounded. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -379,6 +381,72 @@ START_TEST(test_idle_connections_closed_active_kept) {
 }
 END_TEST
 
+/* ---- pipes ended mid-frame ------------------------------------------------ */
+
+/* Slow senders: connections that send a valid frame a byte every 2 ms, so
+ * that NNG is always between two reads of a frame, while the idle sweep
+ * (idle 40 ms: the senders have no call in progress) ends them. Closing
+ * such a pipe with nng_pipe_close can hang NNG 1.5.2's reaper for good
+ * (pipe_shutdown.h); after 3 s of this every connection must be gone
+ * within 2 s, the server must answer, and it must stop at once. */
+typedef struct dribbler {
+  int port;
+  int64_t until_ms;
+  atomic_int frames_cut;
+} dribbler;
+
+static void *dribble_main(void *arg) {
+  dribbler *d = arg;
+  unsigned char frame[8 + 4 + 400];
+  for (int i = 0; i < 8; i++) {
+    frame[i] = (unsigned char)((uint64_t)(4 + 400) >> (56 - 8 * i));
+  }
+  memcpy(frame + 8, "\x80\0\0\1", 4);
+  memset(frame + 12, 0x90, 400);
+  while (rt_now_ms() < d->until_ms) {
+    int fd = sp_connect(d->port);
+    for (size_t at = 0; at < sizeof frame && rt_now_ms() < d->until_ms; at++) {
+      if (send(fd, frame + at, 1, MSG_NOSIGNAL) != 1) {
+        atomic_fetch_add(&d->frames_cut, 1); /* the sweep ended it */
+        break;
+      }
+      rt_sleep_ms(2);
+    }
+    close(fd);
+  }
+  return NULL;
+}
+
+START_TEST(test_pipes_swept_mid_frame_end) {
+  tf_rpc_server *s = pipe_server(64, 40, 1 << 20);
+  char url[64];
+  rt_tcp_url(s, url, sizeof url);
+  enum { N = 6 };
+  dribbler d = {.port = tf_rpc_server_port(s), .until_ms = rt_now_ms() + 3000};
+  pthread_t th[N];
+  for (int i = 0; i < N; i++) {
+    ck_assert_int_eq(pthread_create(&th[i], NULL, dribble_main, &d), 0);
+  }
+  for (int i = 0; i < N; i++) {
+    pthread_join(th[i], NULL);
+  }
+  ck_assert_int_gt(atomic_load(&d.frames_cut), 10); /* the sweep ended frames */
+  int64_t t0 = rt_now_ms();
+  while (stats_of(s).connections > 0 && rt_now_ms() - t0 < 2000) {
+    rt_sleep_ms(10);
+  }
+  ck_assert_msg(stats_of(s).connections == 0,
+                "%d connection(s) still open 2 s after the senders stopped: NNG no longer "
+                "removes ended pipes", stats_of(s).connections);
+  tf_rpc_client *c = rt_client(url, 0);
+  pipe_ok(c);
+  tf_rpc_client_free(c);
+  t0 = rt_now_ms();
+  tf_rpc_server_stop(s);
+  ck_assert_int_lt(rt_now_ms() - t0, 2000);
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("rpc_conn");
   TCase *tc = tcase_create("rpc_conn");
@@ -388,6 +456,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_limit_options_checked);
   tcase_add_test(tc, test_connection_beyond_cap_is_closed);
   tcase_add_test(tc, test_idle_connections_closed_active_kept);
+  tcase_add_test(tc, test_pipes_swept_mid_frame_end);
   suite_add_tcase(s, tc);
   return s;
 }
