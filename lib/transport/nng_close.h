@@ -13,8 +13,8 @@
  * again. NNG 1.5.2 (Debian 12's) can wait for ever in nng_close for a
  * pipe that a listener added while the socket shut down (nanomsg/nng
  * #1543, mended after 1.5.2), or for any pipe once its reaper hung on a
- * pipe closed while a frame arrived (pipe_shutdown.h: callers end their
- * connections that way first): a daemon told to stop must stop anyway.
+ * pipe closed while a frame arrived (pipe_shutdown.h): a daemon told to
+ * stop must stop anyway.
  * Not from an NNG callback thread (nng_close waits for that work). */
 bool tf__nng_close_within(nng_socket sock, int64_t timeout_ms);
 

@@ -14,7 +14,9 @@
  * and NNG closes the pipe from its own receive path, where no read is in
  * flight. The socket is found among the process's descriptors by the
  * pipe's local and remote address (unique for a TCP connection), checked
- * again just before the shutdown. */
+ * again just before the shutdown. Only for pipes without a message in
+ * flight (the idle sweep's): NNG 1.5.2 loses a message that a shut-down
+ * socket fails to send. */
 #ifndef TF_TRANSPORT_PIPE_SHUTDOWN_H
 #define TF_TRANSPORT_PIPE_SHUTDOWN_H
 

@@ -31,7 +31,6 @@
 #define BACKOFF_MS 10            /* after a receive that failed */
 #define TRANSIT_WAIT_MS 10000    /* stop: operations NNG must end after close */
 #define CLOSE_WAIT_MS 3000       /* stop: nng_close itself */
-#define END_WAIT_MS 500          /* stop: connections ended through their sockets */
 
 void tf__rpc_log(const tf_rpc_server *s, int prio, const char *fmt, ...) {
   char buf[1024];
@@ -787,11 +786,8 @@ void tf_rpc_server_stop(tf_rpc_server *s) {
   int owed = log_unfinished(s, "when the server stopped");
   s->closed = true; /* late replies are dropped; receives park */
   pthread_mutex_unlock(&s->mu);
-  /* The connections end first through their sockets (NNG 1.5.2 can hang
-   * closing a pipe a frame is arriving on: pipe_shutdown.h); then the
-   * listener, what is left and the contexts. A close that hangs
+  /* Listener, pipes and contexts: operations end. A close that hangs
    * (nng_close.h) is left behind: what it still holds is NNG's. */
-  tf__conns_end_all(s->conns, END_WAIT_MS);
   if (!tf__nng_close_within(s->sock, CLOSE_WAIT_MS)) {
     tf__rpc_log(s, LOG_ERR, "rpc server %s: NNG did not close the socket within %d ms "
                 "(NNG 1.5.2 can wait for ever on a pipe that never ends); going on "

@@ -18,21 +18,18 @@
 #include <syslog.h>
 
 #include <nng/nng.h>
-#include <nng/supplemental/util/platform.h>
 #include <nng/protocol/reqrep0/req.h>
 
 #include "lib/core/base/refcount.h"
 #include "lib/core/base/util.h"
 #include "lib/transport/nng_close.h"
 #include "lib/transport/peer_metrics.h"
-#include "lib/transport/pipe_shutdown.h"
 #include "lib/transport/rpc.h"
 #include "lib/transport/rpc_probe.h"
 #include "lib/transport/tls.h"
 
 #define DEFAULT_POOL 16
 #define CLOSE_WAIT_MS 3000 /* nng_close itself (nng_close.h) */
-#define END_WAIT_MS 500    /* the connection, ended through its socket */
 
 typedef struct pair {
   struct tf_rpc_client *c;
@@ -62,7 +59,6 @@ struct tf_rpc_client {
   int n_idle[2];
   tf__refcount refs;     /* the owner's plus one per call in flight */
   atomic_int pipes;      /* connections to the peer now */
-  _Atomic uint32_t pipe_id; /* the last one connected (0: none) */
   const tf__peer_metrics *peer; /* expect_task, else the URL */
   tf_auth *auth;         /* signs requests with its first key; NULL: none */
   /* tls+tcp only: the configuration, and the last probe's result */
@@ -171,32 +167,11 @@ static void pair_put(pair *p, bool own_cb) {
   }
 }
 
-/* Counts the connections and keeps the last one's id (NNG runs this on
- * its threads). */
+/* Counts the connections (NNG runs this on its threads). */
 static void pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg) {
   tf_rpc_client *c = arg;
-  uint32_t id = (uint32_t)nng_pipe_id(p);
-  if (ev == NNG_PIPE_EV_ADD_POST) {
-    atomic_store(&c->pipe_id, id);
-  } else {
-    atomic_compare_exchange_strong(&c->pipe_id, &id, 0);
-  }
   atomic_fetch_add(&c->pipes, ev == NNG_PIPE_EV_ADD_POST ? 1 : -1);
-}
-
-/* Ends the connection through its socket before the socket closes: NNG
- * 1.5.2 can hang for good closing a pipe a reply is arriving on
- * (pipe_shutdown.h). Waits up to END_WAIT_MS for NNG to remove it. */
-static void end_connection(tf_rpc_client *c) {
-  nng_pipe p = NNG_PIPE_INITIALIZER;
-  p.id = atomic_load(&c->pipe_id);
-  if (p.id == 0 || !tf__pipe_shutdown(p)) {
-    return;
-  }
-  int64_t until = tf__now_ns() + END_WAIT_MS * 1000000LL;
-  while (atomic_load(&c->pipes) > 0 && tf__now_ns() < until) {
-    nng_msleep(5);
-  }
+  (void)p;
 }
 
 /* ---- TLS (tls+tcp) -------------------------------------------------------- */
@@ -360,7 +335,6 @@ static void client_close(tf_rpc_client *c) {
     }
   }
   nng_dialer_close(c->dialer); /* a connect in progress ends first */
-  end_connection(c);
   /* A close that hangs (nng_close.h) is left behind, and with it the
    * client's memory, which its operations may still reach. */
   if (!tf__nng_close_within(c->sock, CLOSE_WAIT_MS)) {

@@ -8,15 +8,14 @@
  * (closing the listener instead would close the pipes it accepted, and
  * with them the replies still to be sent). The idle sweep (rpc.c runs it from an NNG timer)
  * ends pipes without calls that have been idle for idle_ms, a TCP one by
- * shutting its socket down (pipe_shutdown.h). tf__conns_end_all ends
- * every pipe the same way when the server stops. The table is
+ * shutting its socket down (pipe_shutdown.h): such a pipe has no reply
+ * in flight, and nng_pipe_close could hang NNG while a frame arrives. The table is
  * open-addressed by pipe id with linear probing (deletions shift back), at
  * most half full. */
 #include <syslog.h>
 #include <stdlib.h>
 
 #include <nng/nng.h>
-#include <nng/supplemental/util/platform.h>
 
 #include "lib/core/base/util.h"
 #include "lib/transport/pipe_shutdown.h"
@@ -216,32 +215,6 @@ int tf__conns_sweep(tf__conns *t) {
   end_pipes(ids, k);
   free(ids);
   return k;
-}
-
-void tf__conns_end_all(tf__conns *t, int64_t timeout_ms) {
-  pthread_mutex_lock(&t->mu);
-  uint32_t *ids = tf__xmalloc((size_t)(t->n + 1) * sizeof *ids);
-  int k = 0;
-  for (size_t i = 0; i <= t->mask; i++) {
-    conn *e = &t->tab[i];
-    if (e->id != 0 && !e->closing) {
-      e->closing = true;
-      ids[k++] = e->id;
-    }
-  }
-  pthread_mutex_unlock(&t->mu);
-  end_pipes(ids, k);
-  free(ids);
-  int64_t until = tf__now_ns() + timeout_ms * 1000000;
-  for (;;) {
-    pthread_mutex_lock(&t->mu);
-    int n = t->n;
-    pthread_mutex_unlock(&t->mu);
-    if (n == 0 || tf__now_ns() >= until) {
-      return;
-    }
-    nng_msleep(10);
-  }
 }
 
 void tf__conns_stats(tf__conns *t, tf_rpc_server_stats *out) {

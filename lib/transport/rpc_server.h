@@ -155,9 +155,6 @@ void tf__conns_call_begin(tf__conns *t, uint32_t pipe);
 void tf__conns_call_end(tf__conns *t, uint32_t pipe);
 /* Ends the connections idle for idle_ms or longer; returns how many. */
 int tf__conns_sweep(tf__conns *t);
-/* Ends every connection (a stopping server, before nng_close) and waits
- * up to timeout_ms for NNG to remove them. */
-void tf__conns_end_all(tf__conns *t, int64_t timeout_ms);
 void tf__conns_stats(tf__conns *t, tf_rpc_server_stats *out);
 
 #endif
