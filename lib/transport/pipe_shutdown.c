@@ -85,7 +85,7 @@ static bool same(const conn_addr *x, const conn_addr *y) {
          memcmp(x->local, y->local, n) == 0 && memcmp(x->remote, y->remote, n) == 0;
 }
 
-int tf__pipes_shutdown(const uint32_t *ids, int n, int how, bool *done) {
+int tf__pipes_shutdown(const uint32_t *ids, int n, bool *done) {
   conn_addr *want = tf__xcalloc((size_t)n + 1, sizeof *want);
   bool *tcp = tf__xcalloc((size_t)n + 1, sizeof *tcp);
   int left = 0, k = 0;
@@ -105,7 +105,7 @@ int tf__pipes_shutdown(const uint32_t *ids, int n, int how, bool *done) {
     for (int i = 0; i < n; i++) {
       conn_addr again;
       if (tcp[i] && !done[i] && same(&want[i], &have) && fd_addr((int)fd, &again) &&
-          same(&want[i], &again) && shutdown((int)fd, how) == 0) {
+          same(&want[i], &again) && shutdown((int)fd, SHUT_RDWR) == 0) {
         done[i] = true;
         left--;
         k++;
@@ -119,4 +119,10 @@ int tf__pipes_shutdown(const uint32_t *ids, int n, int how, bool *done) {
   free(want);
   free(tcp);
   return k;
+}
+
+bool tf__pipe_shutdown(nng_pipe p) {
+  uint32_t id = (uint32_t)nng_pipe_id(p);
+  bool done = false;
+  return id != 0 && tf__pipes_shutdown(&id, 1, &done) == 1;
 }

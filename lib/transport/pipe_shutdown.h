@@ -14,11 +14,9 @@
  * and NNG closes the pipe from its own receive path, where no read is in
  * flight. The socket is found among the process's descriptors by the
  * pipe's local and remote address (unique for a TCP connection), checked
- * again just before the shutdown. Both ways only for pipes without a
- * message in flight (the idle sweep's): NNG 1.5.2 loses a message that a
- * shut-down socket fails to send. A stopping server shuts its
- * connections for reading only, just before nng_close: a frame can then
- * no longer arrive while the close runs. */
+ * again just before the shutdown. Only for pipes without a message in
+ * flight (the idle sweep's): NNG 1.5.2 loses a message that a shut-down
+ * socket fails to send. */
 #ifndef TF_TRANSPORT_PIPE_SHUTDOWN_H
 #define TF_TRANSPORT_PIPE_SHUTDOWN_H
 
@@ -28,12 +26,14 @@
 #include <nng/nng.h>
 
 /* Shuts down the TCP sockets of the n pipes ids[] (one scan of the
- * descriptors for all), both ways (SHUT_RDWR) or for reading only
- * (SHUT_RD: replies being sent still go out). done[i] is set for each
- * pipe whose socket was found and shut down; the others (no TCP address:
- * ipc, inproc; gone already) are left to the caller, which may
- * nng_pipe_close them. Returns how many were shut down. Safe from any
- * thread, NNG callbacks included. */
-int tf__pipes_shutdown(const uint32_t *ids, int n, int how, bool *done);
+ * descriptors for all). done[i] is set for each pipe whose socket was
+ * found and shut down; the others (no TCP address: ipc, inproc; gone
+ * already) are left to the caller, which may nng_pipe_close them.
+ * Returns how many were shut down. Safe from any thread, NNG callbacks
+ * included. */
+int tf__pipes_shutdown(const uint32_t *ids, int n, bool *done);
+
+/* One pipe: true when its socket was shut down (tf__pipes_shutdown). */
+bool tf__pipe_shutdown(nng_pipe p);
 
 #endif

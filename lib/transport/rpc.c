@@ -786,12 +786,8 @@ void tf_rpc_server_stop(tf_rpc_server *s) {
   int owed = log_unfinished(s, "when the server stopped");
   s->closed = true; /* late replies are dropped; receives park */
   pthread_mutex_unlock(&s->mu);
-  /* Listener, pipes and contexts: operations end. No frame may arrive
-   * while the pipes close (NNG 1.5.2 can hang for good: pipe_shutdown.h),
-   * so their sockets are shut for reading first; replies still go out.
-   * A close that hangs (nng_close.h) is left behind: what it still holds
-   * is NNG's. */
-  tf__conns_shut_reads(s->conns);
+  /* Listener, pipes and contexts: operations end. A close that hangs
+   * (nng_close.h) is left behind: what it still holds is NNG's. */
   if (!tf__nng_close_within(s->sock, CLOSE_WAIT_MS)) {
     tf__rpc_log(s, LOG_ERR, "rpc server %s: NNG did not close the socket within %d ms "
                 "(NNG 1.5.2 can wait for ever on a pipe that never ends); going on "

@@ -14,7 +14,6 @@
  * most half full. */
 #include <syslog.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 
 #include <nng/nng.h>
 
@@ -187,7 +186,7 @@ void tf__conns_call_end(tf__conns *t, uint32_t pipe) {
  * others with nng_pipe_close. REM_POST then removes each. */
 static void end_pipes(const uint32_t *ids, int n) {
   bool *done = tf__xcalloc((size_t)n + 1, sizeof *done);
-  tf__pipes_shutdown(ids, n, SHUT_RDWR, done);
+  tf__pipes_shutdown(ids, n, done);
   for (int i = 0; i < n; i++) {
     if (!done[i]) {
       nng_pipe p = NNG_PIPE_INITIALIZER;
@@ -216,22 +215,6 @@ int tf__conns_sweep(tf__conns *t) {
   end_pipes(ids, k);
   free(ids);
   return k;
-}
-
-void tf__conns_shut_reads(tf__conns *t) {
-  pthread_mutex_lock(&t->mu);
-  uint32_t *ids = tf__xmalloc((size_t)(t->n + 1) * sizeof *ids);
-  bool *done = tf__xcalloc((size_t)t->n + 1, sizeof *done);
-  int k = 0;
-  for (size_t i = 0; i <= t->mask; i++) {
-    if (t->tab[i].id != 0) {
-      ids[k++] = t->tab[i].id;
-    }
-  }
-  pthread_mutex_unlock(&t->mu);
-  tf__pipes_shutdown(ids, k, SHUT_RD, done);
-  free(done);
-  free(ids);
 }
 
 void tf__conns_stats(tf__conns *t, tf_rpc_server_stats *out) {

@@ -155,9 +155,6 @@ void tf__conns_call_begin(tf__conns *t, uint32_t pipe);
 void tf__conns_call_end(tf__conns *t, uint32_t pipe);
 /* Ends the connections idle for idle_ms or longer; returns how many. */
 int tf__conns_sweep(tf__conns *t);
-/* Shuts every TCP connection for reading (pipe_shutdown.h): a stopping
- * server, just before nng_close. */
-void tf__conns_shut_reads(tf__conns *t);
 void tf__conns_stats(tf__conns *t, tf_rpc_server_stats *out);
 
 #endif
