@@ -120,9 +120,3 @@ int tf__pipes_shutdown(const uint32_t *ids, int n, bool *done) {
   free(tcp);
   return k;
 }
-
-bool tf__pipe_shutdown(nng_pipe p) {
-  uint32_t id = (uint32_t)nng_pipe_id(p);
-  bool done = false;
-  return id != 0 && tf__pipes_shutdown(&id, 1, &done) == 1;
-}

@@ -33,7 +33,4 @@
  * included. */
 int tf__pipes_shutdown(const uint32_t *ids, int n, bool *done);
 
-/* One pipe: true when its socket was shut down (tf__pipes_shutdown). */
-bool tf__pipe_shutdown(nng_pipe p);
-
 #endif
