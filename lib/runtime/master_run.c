@@ -390,9 +390,13 @@ static void on_prepared(void *arg, ms_prepared *p, const tf_status *st) {
     s->attempt++; /* not launched yet: nothing else touches the step */
     prep_retry *r = tf__xcalloc(1, sizeof *r);
     r->s = s;
-    atomic_init(&r->left, s->m->n_tasks);
-    for (int i = 0; i < s->m->n_tasks; i++) {
-      tf__ms_refresh_task_async(s->m, i, s->m->spec->rpc_timeout_ms, prep_refreshed, r);
+    /* The last refresh to end prepares again and may free s, even before
+     * this loop ends: read nothing of s once the refreshes start. */
+    tf_master *m = s->m;
+    int n = m->n_tasks;
+    atomic_init(&r->left, n);
+    for (int i = 0; i < n; i++) {
+      tf__ms_refresh_task_async(m, i, m->spec->rpc_timeout_ms, prep_refreshed, r);
     }
     return;
   }
