@@ -2,15 +2,17 @@
  *
  * 1. parallel_iterations: a loop of PAR_TRIPS iterations whose only
  *    dependence between iterations is the counter; each iteration runs a
- *    chain of CHAIN MatMuls of 64 x 64 float32 matrices (by the identity,
- *    so values stay put; each GEMM small enough that OpenBLAS runs it on
- *    one thread, about 1 ms of work per iteration in all). The step's
- *    median time with parallel_iterations = 1 and = 8 over PAR_REPS Runs,
- *    and their ratio, par8_speedup (goal >= 1.7 on two cores). Also each
- *    setting's concurrency, from one traced Run: the nodes' summed run
- *    times over the Run's span (1: one node at a time; up to the inter-op
- *    threads), which other processes' load does not hide as it hides the
- *    wall-time ratio.
+ *    chain of MatMuls of float32 matrices by the identity (so values stay
+ *    put; each GEMM small enough that OpenBLAS runs it on one thread),
+ *    about 1 ms of work per iteration in all: COARSE_CHAIN MatMuls of
+ *    COARSE_N x COARSE_N (about 40 us each), and, for the executor's cost
+ *    per node, FINE_CHAIN of FINE_N x FINE_N (about 6 us each). The
+ *    step's median time with parallel_iterations = 1 and = 8 over
+ *    PAR_REPS Runs, and their ratio, par8_speedup (coarse; goal >= 1.7 on
+ *    two cores) and par8_speedup_fine. Also each setting's concurrency,
+ *    from one traced Run: the nodes' summed run times over the Run's span
+ *    (1: one node at a time; up to the inter-op threads), which other
+ *    processes' load does not hide as it hides the wall-time ratio.
  * 2. memory: a loop whose iterations each make a 64 KiB tensor (the
  *    invariant times the counter), holds it while MEM_CHAIN small MatMuls
  *    run and scales it by their sum to make the next loop value. The
@@ -30,8 +32,11 @@
 
 #include "tf/tf.h"
 
-#define N 64
-#define CHAIN 110
+#define N 64 /* the memory loop's identity */
+#define COARSE_N 128
+#define COARSE_CHAIN 24
+#define FINE_N 64
+#define FINE_CHAIN 170
 #define MEM_CHAIN 3
 #define PAR_TRIPS 64
 #define PAR_REPS 7
@@ -78,12 +83,19 @@ static tf_code cond_fn(tf_graph *g, const tf_output *v, int nv, const tf_output 
   return n != NULL ? TF_OK : st->code;
 }
 
+/* What a body does: a chain of links MatMuls, or the memory loop's. */
+typedef struct body_cfg {
+  bool chain;
+  int links;
+} body_cfg;
+
 /* i + 1 and t = (that as float) times the invariant inv[1]; chain: y =
- * CHAIN MatMuls of t by inv[1]; else y = t * sum(MEM_CHAIN MatMuls of
- * inv[2] by itself), so that t lives while the MatMuls run. */
+ * cfg->links MatMuls of t by inv[1]; else y = t * sum(MEM_CHAIN MatMuls
+ * of inv[2] by itself), so that t lives while the MatMuls run. */
 static tf_code body_fn(tf_graph *g, const tf_output *v, int nv, const tf_output *inv, int ni,
                        tf_output *next, void *arg, tf_status *st) {
-  bool chain = *(bool *)arg;
+  const body_cfg *cfg = arg;
+  bool chain = cfg->chain;
   tf_node *one = cnst(g, "one", tf_tensor_scalar_i32(1), st);
   tf_node *inc = one ? op(g, "Add", "inc", (tf_output[]){v[0], {one, 0}}, 2, st) : NULL;
   tf_node_builder *b = tf_node_begin(g, "Cast", "f");
@@ -92,7 +104,7 @@ static tf_code body_fn(tf_graph *g, const tf_output *v, int nv, const tf_output 
   tf_node *f = inc ? tf_node_finish(b, st) : NULL;
   tf_node *y = f ? op(g, "Mul", "scaled", (tf_output[]){inv[1], {f, 0}}, 2, st) : NULL;
   tf_output m = chain ? (tf_output){y, 0} : inv[2];
-  int links = chain ? CHAIN : MEM_CHAIN;
+  int links = chain ? cfg->links : MEM_CHAIN;
   for (int k = 0; y != NULL && m.node != NULL && k < links; k++) {
     m = (tf_output){op(g, "MatMul", NULL, (tf_output[]){m, chain ? inv[1] : inv[2]}, 2, st), 0};
   }
@@ -111,9 +123,9 @@ static tf_code body_fn(tf_graph *g, const tf_output *v, int nv, const tf_output 
 }
 
 /* while (i < n) { i += 1; y = f(i) }, n fed; fetch "i_out", "y_out". */
-static tf_tensor *identity(void);
+static tf_tensor *identity(int n);
 
-static tf_graph *build(tf_tensor *inv, int par, bool chain, tf_tensor *y0) {
+static tf_graph *build(tf_tensor *inv, int par, body_cfg cfg, tf_tensor *y0) {
   tf_graph *g = tf_graph_new();
   tf_status st;
   tf_node_builder *b = tf_node_begin(g, "Placeholder", "n");
@@ -122,11 +134,11 @@ static tf_graph *build(tf_tensor *inv, int par, bool chain, tf_tensor *y0) {
   tf_node *w = n ? cnst(g, "w", inv, &st) : NULL;
   tf_node *i0 = w ? cnst(g, "i0", tf_tensor_scalar_i32(0), &st) : NULL;
   tf_node *yi = i0 ? cnst(g, "y0", y0, &st) : NULL;
-  tf_node *e = yi ? cnst(g, "e", identity(), &st) : NULL; /* its sum is N */
+  tf_node *e = yi ? cnst(g, "e", identity(N), &st) : NULL; /* its sum is N */
   tf_output out[2];
   if (e == NULL ||
       tf_while_loop(g, "loop", (tf_output[]){{i0, 0}, {yi, 0}}, 2,
-                    (tf_output[]){{n, 0}, {w, 0}, {e, 0}}, 3, cond_fn, body_fn, &chain, par, out,
+                    (tf_output[]){{n, 0}, {w, 0}, {e, 0}}, 3, cond_fn, body_fn, &cfg, par, out,
                     &st) != TF_OK ||
       !op(g, "Identity", "i_out", &out[0], 1, &st) || !op(g, "Identity", "y_out", &out[1], 1, &st)) {
     die("building the loop", &st);
@@ -182,18 +194,19 @@ static tf_tensor *zeros(tf_shape sh) {
   return t;
 }
 
-static tf_tensor *identity(void) {
-  tf_tensor *t = zeros(tf_shape_of(2, N, N));
-  for (int i = 0; i < N; i++) {
-    ((float *)t->data)[i * N + i] = 1.0f;
+static tf_tensor *identity(int n) {
+  tf_tensor *t = zeros(tf_shape_of(2, n, n));
+  for (int i = 0; i < n; i++) {
+    ((float *)t->data)[i * n + i] = 1.0f;
   }
   return t;
 }
 
 /* The median seconds of a PAR_TRIPS-iteration Run at parallel_iterations
- * par; *conc gets the concurrency of one more, traced Run. */
-static double time_par(int par, double *conc) {
-  tf_graph *g = build(identity(), par, true, zeros(tf_shape_of(2, N, N)));
+ * par of links MatMuls of n x n per iteration; *conc gets the concurrency
+ * of one more, traced Run. */
+static double time_par(int par, int n, int links, double *conc) {
+  tf_graph *g = build(identity(n), par, (body_cfg){true, links}, zeros(tf_shape_of(2, n, n)));
   tf_status st;
   tf_session *s = tf_session_new(g, NULL, &st);
   if (s == NULL) {
@@ -217,7 +230,7 @@ static double mem_peak(int par, int trips, double *secs) {
   for (int i = 0; i < MEM_ELEMS; i++) {
     ((float *)inv->data)[i] = 0.5f;
   }
-  tf_graph *g = build(inv, par, false, zeros(tf_shape_of(1, MEM_ELEMS)));
+  tf_graph *g = build(inv, par, (body_cfg){false, 0}, zeros(tf_shape_of(1, MEM_ELEMS)));
   tf_status st;
   tf_session *s = tf_session_new(g, NULL, &st);
   if (s == NULL) {
@@ -237,12 +250,19 @@ static double mem_peak(int par, int trips, double *secs) {
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   double c1, c8;
-  double t1 = time_par(1, &c1), t8 = time_par(8, &c8);
+  double t1 = time_par(1, COARSE_N, COARSE_CHAIN, &c1);
+  double t8 = time_par(8, COARSE_N, COARSE_CHAIN, &c8);
   printf("par_iter_ms: %.3f (parallel_iterations 1, %d MatMuls of %dx%d)\n",
-         t1 * 1e3 / PAR_TRIPS, CHAIN, N, N);
+         t1 * 1e3 / PAR_TRIPS, COARSE_CHAIN, COARSE_N, COARSE_N);
   printf("par1_step_ms: %.2f\npar8_step_ms: %.2f\n", t1 * 1e3, t8 * 1e3);
   printf("par1_concurrency: %.2f\npar8_concurrency: %.2f\n", c1, c8);
   printf("par8_speedup: %.2f\n", t1 / t8);
+  t1 = time_par(1, FINE_N, FINE_CHAIN, &c1);
+  t8 = time_par(8, FINE_N, FINE_CHAIN, &c8);
+  printf("par_iter_ms_fine: %.3f (parallel_iterations 1, %d MatMuls of %dx%d)\n",
+         t1 * 1e3 / PAR_TRIPS, FINE_CHAIN, FINE_N, FINE_N);
+  printf("par1_concurrency_fine: %.2f\npar8_concurrency_fine: %.2f\n", c1, c8);
+  printf("par8_speedup_fine: %.2f\n", t1 / t8);
   double s1k, s100k, s100k32;
   double m1k = mem_peak(8, 1000, &s1k), m100k = mem_peak(8, 100000, &s100k);
   double m100k32 = mem_peak(32, 100000, &s100k32);

@@ -508,7 +508,14 @@ static void run_async(tf_executor *e, tf_step_ctx *step, tf_exec_trace *trace,
   tf__ref_init(&s->owners, 1);
   atomic_init(&s->graph_done, false);
   atomic_init(&s->last_started, -1);
-  pthread_mutex_init(&s->mu, NULL);
+  /* Adaptive: every finished node of a non-simple step takes this mutex
+   * for microseconds; spinning first spares the futex sleep and wake-up
+   * when two threads finish nodes at once (docs/benchmarks.md, loops). */
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+  pthread_mutex_init(&s->mu, &ma);
+  pthread_mutexattr_destroy(&ma);
   s->root = tf__frame_new(s, 0, NULL, NULL);
   if (e->n_roots == 0) {
     tf__timer_entry_init(&s->timer);
