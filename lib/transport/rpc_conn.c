@@ -185,6 +185,7 @@ void tf__conns_call_end(tf__conns *t, uint32_t pipe) {
  * while a frame arrives can hang NNG 1.5.2 for good: pipe_shutdown.h),
  * others with nng_pipe_close. REM_POST then removes each. */
 static void end_pipes(const uint32_t *ids, int n) {
+  if (n == 0) return;
   bool *done = tf__xcalloc((size_t)n + 1, sizeof *done);
   tf__pipes_shutdown(ids, n, done);
   for (int i = 0; i < n; i++) {
