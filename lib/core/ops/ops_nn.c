@@ -428,7 +428,8 @@ static const tf_op_spec nn_ops[] = {
      .shape_fn = in_top_k_shape,
      .flags = TF_OP_NOT_DIFFERENTIABLE,
      .doc = "Whether each target class is among the k largest predictions of "
-            "its row (ties counted; non-finite gives false)."},
+            "its row (ties counted; false when any score of the row is not "
+            "finite)."},
 };
 
 TF_REGISTER_OPS("nn", nn_ops)

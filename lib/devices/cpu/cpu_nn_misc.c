@@ -1,9 +1,10 @@
 /* cpu_nn_misc.c: CPU kernels for L2Loss (float32, float64) and InTopK
  * (float32 predictions, int32 or int64 targets). L2Loss sums squares in
  * double over fixed blocks whose partial sums are added in order, so the
- * result does not depend on the thread count. InTopK follows TF: a target
- * is in the top k when fewer than k classes score strictly higher, and an
- * out-of-range target or a non-finite target score gives false. */
+ * result does not depend on the thread count. InTopK follows TF's CPU
+ * kernel: a target is in the top k when fewer than k classes score
+ * strictly higher, and an out-of-range target or any non-finite score in
+ * its row gives false. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -108,8 +109,12 @@ static void in_top_k_rows(void *arg, int64_t begin, int64_t end) {
     }
     float target = p[t];
     int64_t more = 0;
-    for (int64_t i = 0; i < a->c; i++) more += p[i] > target;
-    a->out[r] = more < a->k;
+    bool finite = true;
+    for (int64_t i = 0; i < a->c; i++) {
+      more += p[i] > target;
+      finite = finite && isfinite(p[i]);
+    }
+    a->out[r] = finite && more < a->k;
   }
 }
 
