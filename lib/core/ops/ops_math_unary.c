@@ -1,7 +1,8 @@
 /* ops_math_unary.c: op definitions of the element-wise unary math family
- * (Neg, Abs, Sign, Exp, Log, Log1p, Sqrt, Rsqrt, Square, Sigmoid, Tanh,
- * Relu, Relu6, Elu, Softplus, LogicalNot) and Cast, with TensorFlow's
- * argument and attr names. Type sets are TF's restricted to the dtypes that
+ * (Neg, Abs, Sign, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Square, Reciprocal,
+ * Sin, Cos, Erf, Floor, Ceil, Round, Rint, Sigmoid, Tanh, Relu, Relu6, Elu,
+ * Softplus, Softsign, Selu, LeakyRelu, IsNan, IsFinite, LogicalNot) and
+ * Cast, with TensorFlow's argument and attr names. Type sets are TF's restricted to the dtypes that
  * have kernels (no complex math beyond Neg and Square), so an unsupported
  * dtype fails when the graph is built. Every output has its input's shape,
  * so no known shape can be rejected. */
@@ -30,6 +31,16 @@
    .shape_fn = tf_shape_fn_unchanged,                                          \
    .doc = DOC}
 
+/* Float predicate x -> bool y (IsNan, IsFinite): no gradient, as in TF. */
+#define PREDICATE_OP(NAME, DOC)                                                \
+  {.name = NAME,                                                               \
+   .inputs = {"x: T"},                                                         \
+   .outputs = {"y: bool"},                                                     \
+   .attrs = {"T: {" FLOAT_TYPES "}"},                                          \
+   .shape_fn = tf_shape_fn_unchanged,                                          \
+   .flags = TF_OP_NOT_DIFFERENTIABLE,                                          \
+   .doc = DOC}
+
 static const tf_op_spec math_unary_ops[] = {
     UNARY_OP("Neg", FLOAT_TYPES ", " SIGNED_INT_TYPES ", complex64", 0,
              "Computes -x element-wise (integers wrap: -INT_MIN = INT_MIN)."),
@@ -52,6 +63,27 @@ static const tf_op_spec math_unary_ops[] = {
              "Computes the square root element-wise (NaN for negatives)."),
     UNARY_OP("Rsqrt", FLOAT_TYPES, 0,
              "Computes 1 / sqrt(x) element-wise."),
+    UNARY_OP("Expm1", FLOAT_TYPES, 0,
+             "Computes e^x - 1 element-wise, accurately for small x."),
+    UNARY_OP("Reciprocal", FLOAT_TYPES, 0,
+             "Computes 1 / x element-wise (1/+-0 = +-inf)."),
+    UNARY_OP("Sin", FLOAT_TYPES, 0, "Computes sin(x) element-wise."),
+    UNARY_OP("Cos", FLOAT_TYPES, 0, "Computes cos(x) element-wise."),
+    UNARY_OP("Erf", FLOAT_TYPES, 0,
+             "Computes the Gauss error function element-wise."),
+    UNARY_OP("Floor", FLOAT_TYPES, 0,
+             "Rounds x toward -inf element-wise (no gradient flows)."),
+    UNARY_OP("Ceil", FLOAT_TYPES, 0,
+             "Rounds x toward +inf element-wise (no gradient flows)."),
+    UNARY_OP("Round", FLOAT_TYPES ", int32, int64", 0,
+             "Rounds x to the nearest integer element-wise, halves to even "
+             "(integers pass unchanged; no gradient flows)."),
+    UNARY_OP("Rint", FLOAT_TYPES, 0,
+             "Rounds x to the nearest integer element-wise, halves to even "
+             "(no gradient flows)."),
+    PREDICATE_OP("IsNan", "True where x is NaN, element-wise."),
+    PREDICATE_OP("IsFinite",
+                 "True where x is neither NaN nor +-inf, element-wise."),
     UNARY_OP("Sigmoid", FLOAT_TYPES, 0,
              "Computes the logistic function 1 / (1 + e^-x) element-wise."),
     UNARY_OP("Tanh", FLOAT_TYPES, 0,
@@ -68,6 +100,19 @@ static const tf_op_spec math_unary_ops[] = {
     ACTIVATION_OP("Softplus", FLOAT_TYPES,
                   "Computes log(exp(features) + 1) element-wise, stably for "
                   "large |features|."),
+    ACTIVATION_OP("Softsign", FLOAT_TYPES,
+                  "Computes features / (|features| + 1) element-wise."),
+    ACTIVATION_OP("Selu", FLOAT_TYPES,
+                  "Computes scale * features if > 0, else scale * alpha * "
+                  "(exp(features) - 1), with scale = 1.0507009873554805 and "
+                  "alpha = 1.6732632423543772."),
+    {.name = "LeakyRelu",
+     .inputs = {"features: T"},
+     .outputs = {"activations: T"},
+     .attrs = {"alpha: float = 0.2", "T: {" FLOAT_TYPES "} = float"},
+     .shape_fn = tf_shape_fn_unchanged,
+     .doc = "Computes features if features > 0, else alpha * features, "
+            "element-wise (any alpha, also > 1 or < 0)."},
     {.name = "LogicalNot",
      .inputs = {"x: bool"},
      .outputs = {"y: bool"},

@@ -1,8 +1,12 @@
 /* ops_math_unary_test.c: graph-level checks of the unary math ops and
  * Cast: output shapes and dtypes inferred on Placeholders of partially
- * known shape, dtype errors from the type sets, Cast's attrs, and that
- * every registered CPU kernel dtype is one the op accepts (and the ones
- * promised exist). */
+ * known shape, dtype errors from the type sets, Cast's and LeakyRelu's
+ * attrs, IsNan/IsFinite's bool output, the fused backward ops of
+ * ops_activation.c (shape merging and mismatch errors), and that every
+ * registered CPU kernel dtype is one the op accepts (and the ones promised
+ * exist). */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/core/framework/kernel.h"
@@ -14,10 +18,12 @@
   tf_shape_make((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),    \
                 (int64_t[]){__VA_ARGS__})
 
-static const char *float_ops[] = {"Neg",   "Abs",     "Sign",  "Square",
-                                  "Exp",   "Log",     "Log1p", "Sqrt",
-                                  "Rsqrt", "Sigmoid", "Tanh",  "Relu",
-                                  "Relu6", "Elu",     "Softplus"};
+static const char *float_ops[] = {
+    "Neg",   "Abs",        "Sign",  "Square",  "Exp",      "Log",
+    "Log1p", "Sqrt",       "Rsqrt", "Sigmoid", "Tanh",     "Relu",
+    "Relu6", "Elu",        "Softplus", "Expm1", "Reciprocal", "Sin",
+    "Cos",   "Erf",        "Floor", "Ceil",    "Round",    "Rint",
+    "Softsign", "Selu",    "LeakyRelu"};
 #define N_FLOAT_OPS ((int)(sizeof(float_ops) / sizeof(float_ops[0])))
 
 /* Builds op "y" on one Placeholder; NULL (with *st set) on error. */
@@ -173,6 +179,89 @@ START_TEST(test_kernels_match_specs) {
 }
 END_TEST
 
+/* IsNan / IsFinite: bool output of the input's shape, float inputs only,
+ * no gradient. */
+START_TEST(test_predicates) {
+  const char *ops[] = {"IsNan", "IsFinite"};
+  for (int o = 0; o < 2; o++) {
+    expect_shape(ops[o], TF_FLOAT32, SHAPE(U, 3), NULL, 0, TF_BOOL);
+    expect_shape(ops[o], TF_BFLOAT16, tf_shape_unknown(), NULL, 0, TF_BOOL);
+    expect_shape(ops[o], TF_FLOAT64, tf_shape_scalar(), NULL, 0, TF_BOOL);
+    expect_error(ops[o], TF_INT32, NULL, 0,
+                 (const char *[]){ops[o], "int32", NULL});
+    const tf_op_def *op = tf_op_lookup(ops[o]);
+    ck_assert(op != NULL && (op->flags & TF_OP_NOT_DIFFERENTIABLE));
+    const tf_dtype dts[] = {TF_FLOAT32, TF_FLOAT64, TF_FLOAT16, TF_BFLOAT16};
+    for (int d = 0; d < 4; d++) {
+      ck_assert(tf_kernel_lookup(ops[o], TF_DEVICE_CPU, dts[d]) != NULL);
+    }
+    ck_assert(tf_kernel_lookup(ops[o], TF_DEVICE_CPU, TF_INT32) == NULL);
+  }
+  expect_error("Round", TF_UINT8, NULL, 0,
+               (const char *[]){"Round", "uint8", NULL});
+  expect_error("Floor", TF_INT32, NULL, 0,
+               (const char *[]){"Floor", "int32", NULL});
+  expect_shape("Round", TF_INT64, SHAPE(2, U), NULL, 0, TF_INT64);
+}
+END_TEST
+
+/* LeakyRelu's alpha: defaults to 0.2, takes any float, refuses other
+ * types. */
+START_TEST(test_leaky_relu_attrs) {
+  tf_graph *g = tf_graph_new();
+  tf_status st;
+  tf_node *n = build(g, "LeakyRelu", TF_FLOAT32, SHAPE(3), NULL, 0, &st);
+  ck_assert_msg(n != NULL, "%s", st.msg);
+  const tf_attr_value *a = tf_node_attr(n, "alpha");
+  ck_assert(a != NULL && a->type == TF_ATTR_FLOAT);
+  ck_assert(fabs(a->u.f - 0.2) < 1e-7);
+  tf_graph_free(g);
+  tf_attr_kv big[] = {{"alpha", tf_attr_float(3.5)}};
+  expect_shape("LeakyRelu", TF_FLOAT64, SHAPE(U, 2), big, 1, TF_FLOAT64);
+  tf_attr_kv bad[] = {{"alpha", tf_attr_string("x")}};
+  expect_error("LeakyRelu", TF_FLOAT32, bad, 1,
+               (const char *[]){"alpha", NULL});
+}
+END_TEST
+
+/* The two-input backward ops: merged shapes, mismatch errors, dtypes. */
+static tf_node *build2(tf_graph *g, const char *op, tf_dtype dt, tf_shape a,
+                       tf_shape b, tf_status *st) {
+  static int k;
+  char name[32];
+  snprintf(name, sizeof name, "z%d", k++);
+  tt_input x[2] = {{dt, a}, {dt, b}};
+  return tt_build_node(g, op, name, x, 2, false, NULL, 0, st);
+}
+
+START_TEST(test_activation_grad_ops) {
+  const char *ops[] = {"SoftsignGrad", "SeluGrad", "LeakyReluGrad",
+                       "ReciprocalGrad"};
+  for (int o = 0; o < 4; o++) {
+    tf_graph *g = tf_graph_new();
+    tf_status st;
+    tf_node *n = build2(g, ops[o], TF_FLOAT64, SHAPE(U, 3), SHAPE(2, U), &st);
+    ck_assert_msg(n != NULL, "%s: %s", ops[o], st.msg);
+    tf_shape want = SHAPE(2, 3);
+    ck_assert(tf_shape_equal(tf_node_output_shape(n, 0), &want));
+    ck_assert_int_eq(tf_node_output_type(n, 0), TF_FLOAT64);
+    n = build2(g, ops[o], TF_FLOAT32, tf_shape_unknown(), SHAPE(4), &st);
+    ck_assert(n != NULL);
+    want = SHAPE(4);
+    ck_assert(tf_shape_equal(tf_node_output_shape(n, 0), &want));
+    n = build2(g, ops[o], TF_FLOAT32, SHAPE(2, 3), SHAPE(3, 2), &st);
+    ck_assert_msg(n == NULL && strstr(st.msg, "same shape") &&
+                  strstr(st.msg, ops[o]), "%s: %s", ops[o], st.msg);
+    n = build2(g, ops[o], TF_INT32, SHAPE(2), SHAPE(2), &st);
+    ck_assert_msg(n == NULL && strstr(st.msg, "int32"), "%s", ops[o]);
+    ck_assert(tf_kernel_lookup(ops[o], TF_DEVICE_CPU, TF_FLOAT32) != NULL);
+    ck_assert(tf_kernel_lookup(ops[o], TF_DEVICE_CPU, TF_FLOAT64) != NULL);
+    ck_assert_str_eq(tf_op_family_of(tf_op_lookup(ops[o])), "activation");
+    tf_graph_free(g);
+  }
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("ops_math_unary");
   TCase *tc = tcase_create("ops");
@@ -180,6 +269,9 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_cast_graph);
   tcase_add_test(tc, test_dtype_errors);
   tcase_add_test(tc, test_kernels_match_specs);
+  tcase_add_test(tc, test_predicates);
+  tcase_add_test(tc, test_leaky_relu_attrs);
+  tcase_add_test(tc, test_activation_grad_ops);
   suite_add_tcase(s, tc);
   return s;
 }

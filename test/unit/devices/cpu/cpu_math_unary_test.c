@@ -8,7 +8,10 @@
  * more), atol only for subnormal results. Integer ops are exact, with
  * wrap-around checked through __int128. Edge inputs (zeros of both signs,
  * negatives for Log/Sqrt, huge magnitudes, inf, NaN), empty, rank-0 and
- * large (threaded) tensors, in-place and out-of-place runs are covered. */
+ * large (threaded) tensors, in-place and out-of-place runs are covered.
+ * Rounding ops (Floor, Ceil, Round, Rint) are checked exactly, halves to
+ * even against a hand-written rounding, in all four float dtypes; Round on
+ * integers is the identity. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +71,27 @@ static long double r_relu6(long double x) {
 }
 static long double r_elu(long double x) { return x > 0 ? x : expm1l(x); }
 static long double r_softplus(long double x) { return log1pl(expl(x)); }
+static long double r_expm1(long double x) { return expm1l(x); }
+static long double r_reciprocal(long double x) { return 1 / x; }
+static long double r_sin(long double x) { return sinl(x); }
+static long double r_cos(long double x) { return cosl(x); }
+static long double r_erf(long double x) { return erfl(x); }
+static long double r_floor(long double x) { return floorl(x); }
+static long double r_ceil(long double x) { return ceill(x); }
+/* Halves to even, written out (not rintl) so it is independent. */
+static long double r_round_even(long double x) {
+  long double f = floorl(x), d = x - f;
+  if (d > 0.5L || (d == 0.5L && fmodl(f, 2) != 0)) {
+    f += 1;
+  }
+  return f == 0 ? copysignl(0, x) : f;
+}
+static long double r_softsign(long double x) { return x / (fabsl(x) + 1); }
+static long double r_selu(long double x) {
+  const long double scale = 1.0507009873554804934193349852946L;
+  const long double alpha = 1.6732632423543772848170429916717L;
+  return x > 0 ? scale * x : scale * alpha * expm1l(x);
+}
 
 typedef struct float_case {
   const char *op;
@@ -87,6 +111,16 @@ static const float_case float_cases[] = {
     {"Relu", r_relu, -10, 10},          {"Relu6", r_relu6, -10, 10},
     {"Elu", r_elu, -10, 10},            {"Elu", r_elu, -1e-4, 1e-4},
     {"Softplus", r_softplus, -50, 50},  {"Softplus", r_softplus, -1e-3, 1e-3},
+    {"Expm1", r_expm1, -20, 20},        {"Expm1", r_expm1, -1e-4, 1e-4},
+    {"Reciprocal", r_reciprocal, -100, 100},
+    {"Reciprocal", r_reciprocal, 1e-3, 2e-3},
+    {"Sin", r_sin, -10, 10},            {"Sin", r_sin, -1e-3, 1e-3},
+    {"Cos", r_cos, -10, 10},            {"Erf", r_erf, -4, 4},
+    {"Erf", r_erf, -1e-3, 1e-3},        {"Floor", r_floor, -100, 100},
+    {"Ceil", r_ceil, -100, 100},        {"Round", r_round_even, -100, 100},
+    {"Rint", r_round_even, -100, 100},  {"Round", r_round_even, -3, 3},
+    {"Softsign", r_softsign, -100, 100}, {"Softsign", r_softsign, -1e-3, 1e-3},
+    {"Selu", r_selu, -10, 10},          {"Selu", r_selu, -1e-4, 1e-4},
 };
 #define N_FLOAT_CASES ((int)(sizeof(float_cases) / sizeof(float_cases[0])))
 
@@ -194,12 +228,33 @@ static const edge edges[] = {
     {"Relu6", -INFINITY, 0},    {"Sign", -INFINITY, -1},
     {"Sign", 1e-30, 1},         {"Square", 1e200, INFINITY},
     {"Abs", -INFINITY, INFINITY}, {"Neg", INFINITY, -INFINITY},
+    {"Floor", -0.5, -1},        {"Floor", INFINITY, INFINITY},
+    {"Floor", -INFINITY, -INFINITY}, {"Ceil", 0.25, 1},
+    {"Ceil", -INFINITY, -INFINITY}, {"Round", 2.5, 2},
+    {"Round", 3.5, 4},          {"Round", -2.5, -2},
+    {"Round", 2.50001, 3},      {"Round", INFINITY, INFINITY},
+    {"Rint", 0.5, 0},           {"Rint", -1.5, -2},
+    {"Rint", -INFINITY, -INFINITY}, {"Reciprocal", 0, INFINITY},
+    {"Reciprocal", -0.0, -INFINITY}, {"Reciprocal", INFINITY, 0},
+    {"Reciprocal", -4, -0.25},  {"Sin", INFINITY, NAN},
+    {"Cos", -INFINITY, NAN},    {"Cos", 0, 1},
+    {"Erf", INFINITY, 1},       {"Erf", -INFINITY, -1},
+    {"Erf", 10, 1},             {"Erf", 0.5, 0.52049987781304654},
+    {"Expm1", -INFINITY, -1},   {"Expm1", 1000, INFINITY},
+    {"Expm1", INFINITY, INFINITY}, {"Expm1", 1e-10, 1.00000000005e-10},
+    /* TF's Softsign is x / (|x| + 1): inf / inf is NaN. */
+    {"Softsign", INFINITY, NAN}, {"Softsign", 1e30, 1},
+    {"Softsign", -3, -0.75},
+    {"Selu", INFINITY, INFINITY}, {"Selu", -INFINITY, -1.7580993408473768},
+    {"Selu", 2, 2.1014019747109610}, {"Selu", -1000, -1.7580993408473768},
 };
 
-static const char *float_ops[] = {"Neg",  "Abs",     "Sign",  "Square",
-                                  "Exp",  "Log",     "Log1p", "Sqrt",
-                                  "Rsqrt", "Sigmoid", "Tanh",  "Relu",
-                                  "Relu6", "Elu",    "Softplus"};
+static const char *float_ops[] = {
+    "Neg",   "Abs",        "Sign",  "Square",  "Exp",      "Log",
+    "Log1p", "Sqrt",       "Rsqrt", "Sigmoid", "Tanh",     "Relu",
+    "Relu6", "Elu",        "Softplus", "Expm1", "Reciprocal", "Sin",
+    "Cos",   "Erf",        "Floor", "Ceil",    "Round",    "Rint",
+    "Softsign", "Selu"};
 #define N_FLOAT_OPS ((int)(sizeof(float_ops) / sizeof(float_ops[0])))
 
 static double run_scalar(const char *op, tf_dtype dt, double in) {
@@ -411,6 +466,47 @@ START_TEST(test_int_hand_cases) {
 }
 END_TEST
 
+/* Rounding: every half in [-4.5, 4.5] goes to even under Round and Rint,
+ * Floor and Ceil keep the sign of zero (Ceil(-0.5) = -0, Round(-0.5) = -0),
+ * in all four float dtypes (halves are exact in each). Exact compares. */
+START_TEST(test_rounding_halves) {
+  const tf_dtype dts[] = {TF_FLOAT32, TF_FLOAT64, TF_FLOAT16, TF_BFLOAT16};
+  const double halves[] = {-4.5, -3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5};
+  const double even[] = {-4, -4, -2, -2, -0.0, 0, 2, 2, 4, 4};
+  for (int d = 0; d < 4; d++) {
+    for (int i = 0; i < 10; i++) {
+      double r = run_scalar("Round", dts[d], halves[i]);
+      double q = run_scalar("Rint", dts[d], halves[i]);
+      ck_assert_msg(r == even[i] && q == even[i] &&
+                    signbit(r) == signbit(even[i]),
+                    "Round/Rint(%g) in %s = %g/%g", halves[i],
+                    tf_dtype_name(dts[d]), r, q);
+    }
+    ck_assert(signbit(run_scalar("Ceil", dts[d], -0.5)));
+    ck_assert(signbit(run_scalar("Floor", dts[d], -0.0)));
+    ck_assert(run_scalar("Floor", dts[d], -0.25) == -1);
+    ck_assert(!signbit(run_scalar("Ceil", dts[d], 0.0)));
+  }
+}
+END_TEST
+
+/* Round on integers is the identity, extremes included. */
+START_TEST(test_round_int) {
+  int64_t v[] = {INT64_MIN, -7, 0, 5, INT64_MAX};
+  tf_tensor *x = tt_tensor_i(TF_INT64, tf_shape_of(1, (int64_t)5), v);
+  tf_tensor *y = tt_run1("Round", &x, 1, NULL, 0);
+  ck_assert(memcmp(y->data, v, sizeof v) == 0);
+  tt_free((tf_tensor *[]){x, y}, 2);
+  int64_t w[] = {INT32_MIN, -3, 0, INT32_MAX};
+  x = tt_tensor_i(TF_INT32, tf_shape_of(1, (int64_t)4), w);
+  y = tt_run1("Round", &x, 1, NULL, 0);
+  int32_t want[] = {INT32_MIN, -3, 0, INT32_MAX};
+  ck_assert_int_eq(y->dtype, TF_INT32);
+  ck_assert(memcmp(y->data, want, sizeof want) == 0);
+  tt_free((tf_tensor *[]){x, y}, 2);
+}
+END_TEST
+
 /* ---- complex, bool, shapes, errors ------------------------------------- */
 
 START_TEST(test_complex_neg_square) {
@@ -493,6 +589,11 @@ START_TEST(test_bad_dtypes) {
   ck_assert_msg(strstr(msg, "int32"), "%s", msg);
   msg = tt_run_fail("Softplus", &i, 1, NULL, 0, TF_INVALID_ARGUMENT);
   ck_assert_msg(strstr(msg, "int32"), "%s", msg);
+  const char *float_only[] = {"Floor", "Rint", "Sin", "Erf", "Selu"};
+  for (int k = 0; k < 5; k++) {
+    msg = tt_run_fail(float_only[k], &i, 1, NULL, 0, TF_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "int32"), "%s: %s", float_only[k], msg);
+  }
   tf_tensor_unref(i);
   tf_tensor *b = tf_tensor_scalar_bool(true);
   msg = tt_run_fail("Neg", &b, 1, NULL, 0, TF_INVALID_ARGUMENT);
@@ -513,6 +614,8 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_half_neg_abs_exhaustive);
   tcase_add_test(tc, test_int_ops);
   tcase_add_test(tc, test_int_hand_cases);
+  tcase_add_test(tc, test_rounding_halves);
+  tcase_add_test(tc, test_round_int);
   tcase_add_test(tc, test_complex_neg_square);
   tcase_add_test(tc, test_logical_not);
   tcase_add_test(tc, test_empty_and_scalar);
