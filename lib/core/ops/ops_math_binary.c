@@ -1,6 +1,7 @@
 /* ops_math_binary.c: op definitions of the element-wise binary math family
  * (arithmetic, comparisons, logical and/or with NumPy broadcasting) and of
- * Select, AddN, BiasAdd and ClipByValue, with their shape functions.
+ * Select, SelectV2, AddN, BiasAdd and ClipByValue, with their shape
+ * functions.
  *
  * Shape functions accept unknown ranks and dims and only fail on what the
  * known parts already rule out; the kernels check the rest at run time. */
@@ -77,6 +78,22 @@ static tf_code select_shape(tf_shape_ctx *ctx) {
                           "condition %s and t %s", sstr(c, a, sizeof(a)),
                           sstr(&data, b, sizeof(b)));
   }
+  return TF_OK;
+}
+
+/* SelectV2: condition, t and e broadcast together (NumPy's rule over all
+ * three). */
+static tf_code select_v2_shape(tf_shape_ctx *ctx) {
+  tf_shape te, out;
+  tf_status tmp;
+  if (tf_shape_broadcast(&ctx->in[1], &ctx->in[2], &te, &tmp) != TF_OK) {
+    return tf_shape_error(ctx, "t and e do not broadcast: %s", tmp.msg);
+  }
+  if (tf_shape_broadcast(&ctx->in[0], &te, &out, &tmp) != TF_OK) {
+    return tf_shape_error(ctx, "condition does not broadcast with t and e: "
+                          "%s", tmp.msg);
+  }
+  ctx->out[0] = out;
   return TF_OK;
 }
 
@@ -169,15 +186,50 @@ static tf_code clip_shape(tf_shape_ctx *ctx) {
 #define DIV_T "{bfloat16, half, float, double, uint8, int8, uint16, int16, " \
               "int32, uint32, uint64, int64, complex64}"
 #define TMOD_T "{int32, int64, bfloat16, half, float, double}"
+/* TensorFlow's T lists (complex128 left out: this runtime has no such
+ * dtype). */
+#define ADDV2_T "{bfloat16, half, float, double, uint8, uint16, uint32, " \
+                "uint64, int8, int16, int32, int64, complex64}"
+#define SQDIFF_T "{bfloat16, half, float, double, int32, int64, complex64}"
+#define DIVNONAN_T "{half, float, bfloat16, double, complex64}"
+#define XOPS_T "{half, float, double, complex64}"
 
 static const tf_op_spec k_math_binary_ops[] = {
     ARITH_DEV("Add", "x + y element-wise, with broadcasting.",
               "also takes uint16, uint32 and uint64, which TF's Add rejects "
               "(its AddV2 takes them)"),
+    {.name = "AddV2", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " ADDV2_T}, .shape_fn = tf_shape_fn_broadcast,
+     .doc = "x + y element-wise, with broadcasting (integers wrap)."},
     ARITH("Sub", "x - y element-wise, with broadcasting."),
     ARITH("Mul", "x * y element-wise, with broadcasting."),
     ARITH("Div", "x / y element-wise (integers truncate; dividing an integer "
                  "by zero is an error)."),
+    {.name = "RealDiv", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " DIV_T}, .shape_fn = tf_shape_fn_broadcast,
+     .doc = "x / y element-wise for real types, with broadcasting (IEEE: "
+            "x / 0 is +-inf or NaN). CPU kernels: float and double, as "
+            "TF's."},
+    {.name = "SquaredDifference", .inputs = {"x: T", "y: T"},
+     .outputs = {"z: T"}, .attrs = {"T: " SQDIFF_T},
+     .shape_fn = tf_shape_fn_broadcast,
+     .doc = "(x - y)^2 element-wise, with broadcasting (integers wrap)."},
+    {.name = "DivNoNan", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " DIVNONAN_T}, .shape_fn = tf_shape_fn_broadcast,
+     .doc = "0 where y == 0, else x / y, element-wise with broadcasting."},
+    {.name = "Atan2", .inputs = {"y: T", "x: T"}, .outputs = {"z: T"},
+     .attrs = {"T: {bfloat16, half, float, double}"},
+     .shape_fn = tf_shape_fn_broadcast,
+     .doc = "atan2(y, x) element-wise, the angle of the point (x, y) in "
+            "[-pi, pi], with broadcasting."},
+    {.name = "Xdivy", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " XOPS_T}, .shape_fn = tf_shape_fn_broadcast,
+     .doc = "0 where x == 0 (whatever y is), else x / y, element-wise with "
+            "broadcasting."},
+    {.name = "Xlogy", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
+     .attrs = {"T: " XOPS_T}, .shape_fn = tf_shape_fn_broadcast,
+     .doc = "0 where x == 0 (whatever y is), else x * log(y), element-wise "
+            "with broadcasting."},
     {.name = "FloorDiv", .inputs = {"x: T", "y: T"}, .outputs = {"z: T"},
      .attrs = {"T: " DIV_T}, .shape_fn = tf_shape_fn_broadcast,
      .flags = TF_OP_NOT_DIFFERENTIABLE,
@@ -235,6 +287,10 @@ static const tf_op_spec k_math_binary_ops[] = {
      {"T: type"}, select_shape, 0,
      "Picks t where condition is true, else e (condition: scalar, t's shape, "
      "or a vector over t's first dim)."},
+    {"SelectV2", {"condition: bool", "t: T", "e: T"}, {"output: T"},
+     {"T: type"}, select_v2_shape, 0,
+     "Picks t where condition is true, else e, with condition, t and e "
+     "broadcast together (NumPy's rule)."},
     {"AddN", {"inputs: N * T"}, {"sum: T"}, {"N: int >= 1", "T: " NUM_T},
      addn_shape, 0, "Sums N tensors of the same shape and dtype."},
     {"BiasAdd", {"value: T", "bias: T"}, {"output: T"},

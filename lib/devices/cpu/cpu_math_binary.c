@@ -26,9 +26,11 @@ static const struct {
   tf__binop op;
 } k_ops[] = {
     {"Add", TF__BINOP_ADD},
+    {"AddV2", TF__BINOP_ADD}, /* TF's AddV2 computes what Add does */
     {"Sub", TF__BINOP_SUB},
     {"Mul", TF__BINOP_MUL},
     {"Div", TF__BINOP_DIV},
+    {"RealDiv", TF__BINOP_DIV}, /* float kernels only: Div's float loop */
     {"FloorDiv", TF__BINOP_FLOORDIV},
     {"TruncateDiv", TF__BINOP_TRUNCDIV},
     {"FloorMod", TF__BINOP_FLOORMOD},
@@ -45,9 +47,15 @@ static const struct {
     {"NotEqual", TF__BINOP_NOT_EQUAL},
     {"LogicalAnd", TF__BINOP_LOGICAL_AND},
     {"LogicalOr", TF__BINOP_LOGICAL_OR},
+    {"SquaredDifference", TF__BINOP_SQUARED_DIFFERENCE},
+    {"DivNoNan", TF__BINOP_DIV_NO_NAN},
+    {"Atan2", TF__BINOP_ATAN2},
+    {"Xdivy", TF__BINOP_XDIVY},
+    {"Xlogy", TF__BINOP_XLOGY},
 };
 #define N_OPS ((int)(sizeof(k_ops) / sizeof(k_ops[0])))
-_Static_assert(N_OPS == TF__BINOP_COUNT + 1, "every binop needs an op name");
+/* Three names share another's loop: Mod, AddV2, RealDiv. */
+_Static_assert(N_OPS == TF__BINOP_COUNT + 3, "every binop needs an op name");
 
 static bool is_comparison(tf__binop op) {
   return op >= TF__BINOP_GREATER && op <= TF__BINOP_NOT_EQUAL;
@@ -63,6 +71,8 @@ static int64_t op_grain(tf__binop op, tf_dtype dt) {
   bool is_float = dt == TF_FLOAT32 || dt == TF_FLOAT64;
   switch (op) {
   case TF__BINOP_POW:
+  case TF__BINOP_ATAN2:
+  case TF__BINOP_XLOGY:
     return TF_PARALLEL_GRAIN / 16;
   case TF__BINOP_FLOORMOD:
   case TF__BINOP_TRUNCMOD:
@@ -199,12 +209,19 @@ static tf_code binop_compute(tf_kernel_ctx *ctx) {
   X(op, FLOAT32) X(op, FLOAT64) X(op, INT8) X(op, INT16) X(op, INT32)          \
   X(op, INT64) X(op, UINT8) X(op, UINT16) X(op, UINT32) X(op, UINT64)
 
-/* TF's CPU kernels of Mod and TruncateMod: these four dtypes. */
+/* TF's CPU kernels of Mod, TruncateMod and SquaredDifference: these four
+ * dtypes. */
 #define MOD_TYPES(X, op)                                                       \
   X(op, FLOAT32) X(op, FLOAT64) X(op, INT32) X(op, INT64)
+/* TF's CPU kernels of RealDiv, DivNoNan, Atan2, Xdivy, Xlogy (less half,
+ * bfloat16 and complex, which this runtime has no loops for). */
+#define FLOAT_ONLY(X, op) X(op, FLOAT32) X(op, FLOAT64)
 
 static const tf_kernel_def k_math_binary_kernels[] = {
-    NUM_TYPES(KB, "Add") NUM_TYPES(KB, "Sub") NUM_TYPES(KB, "Mul")
+    NUM_TYPES(KB, "Add") NUM_TYPES(KB, "AddV2") NUM_TYPES(KB, "Sub")
+    NUM_TYPES(KB, "Mul") FLOAT_ONLY(KB, "RealDiv")
+    MOD_TYPES(KB, "SquaredDifference") FLOAT_ONLY(KB, "DivNoNan")
+    FLOAT_ONLY(KB, "Atan2") FLOAT_ONLY(KB, "Xdivy") FLOAT_ONLY(KB, "Xlogy")
     NUM_TYPES(KB, "Div") NUM_TYPES(KB, "FloorDiv") NUM_TYPES(KB, "TruncateDiv")
     NUM_TYPES(KB, "FloorMod") MOD_TYPES(KB, "Mod") MOD_TYPES(KB, "TruncateMod")
     NUM_TYPES(KB, "Pow") NUM_TYPES(KB, "Maximum") NUM_TYPES(KB, "Minimum")

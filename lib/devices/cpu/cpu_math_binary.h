@@ -47,6 +47,12 @@ typedef enum tf__binop {
   TF__BINOP_NOT_EQUAL,
   TF__BINOP_LOGICAL_AND,
   TF__BINOP_LOGICAL_OR,
+  /* float32/float64 only, except SquaredDifference (also int32, int64) */
+  TF__BINOP_SQUARED_DIFFERENCE, /* (x - y)^2 */
+  TF__BINOP_DIV_NO_NAN,         /* 0 where y == 0, else x / y */
+  TF__BINOP_ATAN2,              /* atan2(in0, in1): TF's inputs are (y, x) */
+  TF__BINOP_XDIVY,              /* 0 where x == 0, else x / y */
+  TF__BINOP_XLOGY,              /* 0 where x == 0, else x * log(y) */
   TF__BINOP_COUNT
 } tf__binop;
 

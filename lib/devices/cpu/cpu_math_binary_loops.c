@@ -27,14 +27,14 @@ TF__VECTORIZE /* see cpu_math_binary.h */
   X(u16, uint16_t, UINT16, uint32_t)                                           \
   X(u32, uint32_t, UINT32, uint32_t)                                           \
   X(u64, uint64_t, UINT64, uint64_t)
-/* suffix, C type, dtype enum, libm floor, trunc, fmod, pow */
+/* suffix, C type, dtype enum, libm floor, trunc, fmod, pow, atan2, log */
 #define FLOAT_TYPES(X)                                                         \
-  X(f32, float, FLOAT32, floorf, truncf, fmodf, powf)                          \
-  X(f64, double, FLOAT64, floor, trunc, fmod, pow)
+  X(f32, float, FLOAT32, floorf, truncf, fmodf, powf, atan2f, logf)            \
+  X(f64, double, FLOAT64, floor, trunc, fmod, pow, atan2, log)
 
 /* ---- element ops ------------------------------------------------------ */
 
-#define FLOAT_OPS(s, T, DT, FLOOR, TRUNC, FMOD, POW)                           \
+#define FLOAT_OPS(s, T, DT, FLOOR, TRUNC, FMOD, POW, ATAN2, LOG)               \
   static inline T add_##s##_op(T x, T y) { return x + y; }                     \
   static inline T sub_##s##_op(T x, T y) { return x - y; }                     \
   static inline T mul_##s##_op(T x, T y) { return x * y; }                     \
@@ -52,7 +52,12 @@ TF__VECTORIZE /* see cpu_math_binary.h */
   }                                                                            \
   static inline T min_##s##_op(T x, T y) {                                     \
     return (x < y || x != x) ? x : y;                                          \
-  }
+  }                                                                            \
+  static inline T sqdiff_##s##_op(T x, T y) { return (x - y) * (x - y); }      \
+  static inline T divnonan_##s##_op(T x, T y) { return y == 0 ? 0 : x / y; }   \
+  static inline T atan2_##s##_op(T y, T x) { return ATAN2(y, x); }             \
+  static inline T xdivy_##s##_op(T x, T y) { return x == 0 ? 0 : x / y; }      \
+  static inline T xlogy_##s##_op(T x, T y) { return x == 0 ? 0 : x * LOG(y); }
 
 #define WRAP_OPS(s, T, U)                                                      \
   static inline T add_##s##_op(T x, T y) { return (T)((U)x + (U)y); }          \
@@ -95,7 +100,11 @@ TF__VECTORIZE /* see cpu_math_binary.h */
     T r = truncmod_##s##_op(x, y);                                             \
     return (r != 0 && ((r < 0) != (y < 0))) ? (T)(r + y) : r;                 \
   }                                                                            \
-  static inline T pow_##s##_op(T x, T y) { return y < 0 ? 0 : ipow_##s(x, y); }
+  static inline T pow_##s##_op(T x, T y) { return y < 0 ? 0 : ipow_##s(x, y); } \
+  static inline T sqdiff_##s##_op(T x, T y) {                                  \
+    U d = (U)x - (U)y;                                                         \
+    return (T)(d * d);                                                         \
+  }
 
 /* Unsigned: truncating and flooring agree. */
 #define UINT_OPS(s, T, DT, U)                                                  \
@@ -213,12 +222,25 @@ static int repeated_row(const tf_bcast *bc, const tf_bcast_block *k) {
   X(eq, EQUAL, ==, s, T, DT)                                                   \
   X(ne, NOT_EQUAL, !=, s, T, DT)
 
+/* Float-only ops (TF's CPU kernels of these take float and double). */
+#define FLOAT_MORE_X(X, s, T, DT)                                              \
+  X(sqdiff, SQUARED_DIFFERENCE, s, T, DT)                                      \
+  X(divnonan, DIV_NO_NAN, s, T, DT)                                            \
+  X(atan2, ATAN2, s, T, DT)                                                    \
+  X(xdivy, XDIVY, s, T, DT)                                                    \
+  X(xlogy, XLOGY, s, T, DT)
+
 #define DEF_ARITH(op, OPC, s, T, DT) BINOP_DEF(op##_##s, T, T, op##_##s##_op(x, y))
 #define DEF_CMP(op, OPC, OPR, s, T, DT) BINOP_DEF(op##_##s, T, bool, (x OPR y))
 #define DEF_TYPE(s, T, DT, ...) ARITH_X(DEF_ARITH, s, T, DT) CMP_X(DEF_CMP, s, T, DT)
 
+#define DEF_FLOAT_MORE(s, T, DT, ...) FLOAT_MORE_X(DEF_ARITH, s, T, DT)
+
 FLOAT_TYPES(DEF_TYPE)
+FLOAT_TYPES(DEF_FLOAT_MORE)
 SINT_TYPES(DEF_TYPE)
+DEF_ARITH(sqdiff, SQUARED_DIFFERENCE, i32, int32_t, INT32)
+DEF_ARITH(sqdiff, SQUARED_DIFFERENCE, i64, int64_t, INT64)
 UINT_TYPES(DEF_TYPE)
 BINOP_DEF(eq_b, bool, bool, (x == y))
 BINOP_DEF(ne_b, bool, bool, (x != y))
@@ -228,9 +250,13 @@ BINOP_DEF(lor_b, bool, bool, (x || y))
 #define ENT_ARITH(op, OPC, s, T, DT) [TF__BINOP_##OPC][TF_##DT] = op##_##s##_blk,
 #define ENT_CMP(op, OPC, OPR, s, T, DT) [TF__BINOP_##OPC][TF_##DT] = op##_##s##_blk,
 #define ENT_TYPE(s, T, DT, ...) ARITH_X(ENT_ARITH, s, T, DT) CMP_X(ENT_CMP, s, T, DT)
+#define ENT_FLOAT_MORE(s, T, DT, ...) FLOAT_MORE_X(ENT_ARITH, s, T, DT)
 
 static const tf_bcast_block_fn k_binop_fns[TF__BINOP_COUNT][TF_DTYPE_MAX] = {
     FLOAT_TYPES(ENT_TYPE) SINT_TYPES(ENT_TYPE) UINT_TYPES(ENT_TYPE)
+    FLOAT_TYPES(ENT_FLOAT_MORE)
+    [TF__BINOP_SQUARED_DIFFERENCE][TF_INT32] = sqdiff_i32_blk,
+    [TF__BINOP_SQUARED_DIFFERENCE][TF_INT64] = sqdiff_i64_blk,
     [TF__BINOP_EQUAL][TF_BOOL] = eq_b_blk,
     [TF__BINOP_NOT_EQUAL][TF_BOOL] = ne_b_blk,
     [TF__BINOP_LOGICAL_AND][TF_BOOL] = land_b_blk,

@@ -4,7 +4,8 @@
  * Placeholders of partially known shape: unknown dims and unknown ranks
  * refine or stay unknown, known conflicts fail naming the shapes; and the
  * division family's signatures against TensorFlow's (FloorDiv,
- * TruncateDiv, FloorMod, Mod, TruncateMod). */
+ * TruncateDiv, FloorMod, Mod, TruncateMod); TF 2's AddV2, RealDiv,
+ * SquaredDifference, DivNoNan, Atan2, Xdivy, Xlogy and SelectV2. */
 #include <string.h>
 
 #include "lib/core/framework/op_registry.h"
@@ -278,6 +279,64 @@ START_TEST(test_registered) {
 }
 END_TEST
 
+/* TF 2's binary ops: TensorFlow's input names and T lists (less
+ * complex128), broadcasting shapes, and SelectV2's three-way broadcast. */
+START_TEST(test_tf2_binary_ops) {
+  const tf_dtype addv2[] = {TF_BFLOAT16, TF_FLOAT16, TF_FLOAT32, TF_FLOAT64,
+                            TF_UINT8, TF_UINT16, TF_UINT32, TF_UINT64,
+                            TF_INT8, TF_INT16, TF_INT32, TF_INT64,
+                            TF_COMPLEX64};
+  const tf_dtype real_div[] = {TF_BFLOAT16, TF_FLOAT16, TF_FLOAT32,
+                               TF_FLOAT64, TF_UINT8, TF_INT8, TF_UINT16,
+                               TF_INT16, TF_INT32, TF_UINT32, TF_UINT64,
+                               TF_INT64, TF_COMPLEX64};
+  const tf_dtype sqdiff[] = {TF_BFLOAT16, TF_FLOAT16, TF_FLOAT32, TF_FLOAT64,
+                             TF_INT32, TF_INT64, TF_COMPLEX64};
+  const tf_dtype div_no_nan[] = {TF_FLOAT16, TF_FLOAT32, TF_BFLOAT16,
+                                 TF_FLOAT64, TF_COMPLEX64};
+  const tf_dtype xops[] = {TF_FLOAT16, TF_FLOAT32, TF_FLOAT64, TF_COMPLEX64};
+  expect_t_list("AddV2", addv2, 13);
+  expect_t_list("RealDiv", real_div, 13);
+  expect_t_list("SquaredDifference", sqdiff, 7);
+  expect_t_list("DivNoNan", div_no_nan, 5);
+  expect_t_list("Xdivy", xops, 4);
+  expect_t_list("Xlogy", xops, 4);
+  const tf_op_def *atan2 = tf_op_lookup("Atan2");
+  ck_assert(atan2 != NULL && atan2->n_inputs == 2);
+  ck_assert_str_eq(atan2->inputs[0].name, "y"); /* TF's order: (y, x) */
+  ck_assert_str_eq(atan2->inputs[1].name, "x");
+  ck_assert_int_eq(tf_op_find_attr(atan2, "T")->n_allowed_types, 4);
+  const char *ops[] = {"AddV2", "RealDiv", "SquaredDifference", "DivNoNan",
+                       "Atan2", "Xdivy", "Xlogy"};
+  for (int i = 0; i < 7; i++) {
+    expect_shape(ops[i], ARGS(F(2, U), F(3)), NULL, SHAPE(2, 3), TF_FLOAT32);
+    expect_shape(ops[i], ARGS(F(U, 1), F(1, 5)), NULL, SHAPE(U, 5),
+                 TF_FLOAT32);
+    expect_shape(ops[i], ARGS(FS, F(0, 3)), NULL, SHAPE(0, 3), TF_FLOAT32);
+    expect_shape(ops[i], ARGS(FU, F(3)), NULL, UNKNOWN, TF_FLOAT32);
+    expect_error(ops[i], ARGS(F(2, 3), F(4)), NULL,
+                 (const char *[]){"[2,3]", "[4]", NULL});
+    ck_assert(!(tf_op_lookup(ops[i])->flags & TF_OP_NOT_DIFFERENTIABLE));
+    ck_assert_ptr_null(tf_op_lookup(ops[i])->spec->deviation);
+  }
+  expect_shape("SelectV2", ARGS(B(3, 1), F(1, 5), FS), NULL, SHAPE(3, 5),
+               TF_FLOAT32);
+  expect_shape("SelectV2", ARGS(B(2, 1, 1), F(4, 1), F(1, 3)), NULL,
+               SHAPE(2, 4, 3), TF_FLOAT32);
+  expect_shape("SelectV2", ARGS(B(U, 1), F(U), F(1, 7)), NULL, SHAPE(U, 7),
+               TF_FLOAT32);
+  expect_shape("SelectV2", ARGS(B(2), FU, F(2)), NULL, UNKNOWN, TF_FLOAT32);
+  expect_shape("SelectV2", ARGS(((arg){TF_BOOL, SCALAR}), F(0), FS), NULL,
+               SHAPE(0), TF_FLOAT32);
+  expect_error("SelectV2", ARGS(B(2), F(3), FS), NULL,
+               (const char *[]){"condition", "[2]", "[3]", NULL});
+  expect_error("SelectV2", ARGS(B(1), F(3), F(4)), NULL,
+               (const char *[]){"t and e", "[3]", "[4]", NULL});
+  expect_error("SelectV2", ARGS(F(3), F(3), F(3)), NULL,
+               (const char *[]){"condition", NULL});
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("ops_math_binary");
   TCase *tc = tcase_create("core");
@@ -290,6 +349,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_clip_by_value);
   tcase_add_test(tc, test_division_family_signatures);
   tcase_add_test(tc, test_registered);
+  tcase_add_test(tc, test_tf2_binary_ops);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -409,6 +409,11 @@ START_TEST(test_lookup_tables) {
         want = dt == TF_BOOL;
       } else if (op == TF__BINOP_EQUAL || op == TF__BINOP_NOT_EQUAL) {
         want = num || dt == TF_BOOL;
+      } else if (op == TF__BINOP_SQUARED_DIFFERENCE) {
+        want = dt == TF_FLOAT32 || dt == TF_FLOAT64 || dt == TF_INT32 ||
+               dt == TF_INT64; /* TF's CPU kernels */
+      } else if (op > TF__BINOP_SQUARED_DIFFERENCE) {
+        want = dt == TF_FLOAT32 || dt == TF_FLOAT64; /* float-only ops */
       } else {
         want = num;
       }
