@@ -1,5 +1,5 @@
 /* ops_reduction.c: the reduction op family (Sum, Mean, Max, Min, Prod,
- * ArgMax, ArgMin) with TensorFlow's signatures and attr names. Shape
+ * ArgMax, ArgMin, and the logical All and Any over bool) with TensorFlow's signatures and attr names. Shape
  * functions compute the output shape when the axes are constants and keep
  * what is knowable (the rank) when they are not; bad constant axes fail at
  * graph-build time with the same message the kernel would give. */
@@ -132,6 +132,16 @@ static tf_code arg_shape(tf_shape_ctx *ctx) {
    "Index of the " what " value along dimension (first one on ties; NaN "     \
    "counts as " what ")."}
 
+#define BOOL_REDUCE_OP(op_name, what)                                          \
+  {op_name,                                                                    \
+   {"input: bool", "reduction_indices: Tidx"},                                 \
+   {"output: bool"},                                                           \
+   {"keep_dims: bool = false", "Tidx: {int32, int64} = int32"},                \
+   reduce_shape,                                                               \
+   TF_OP_NOT_DIFFERENTIABLE,                                                   \
+   what " of elements across the axes in reduction_indices (all axes kept "   \
+        "as 1 with keep_dims)."}
+
 static const tf_op_spec reduction_ops[] = {
     REDUCE_OP("Sum", "Sum"),
     REDUCE_OP("Mean", "Mean (NaN for float over no elements)"),
@@ -140,6 +150,8 @@ static const tf_op_spec reduction_ops[] = {
     REDUCE_OP("Prod", "Product"),
     ARG_OP("ArgMax", "largest"),
     ARG_OP("ArgMin", "smallest"),
+    BOOL_REDUCE_OP("All", "Logical and (true over no elements)"),
+    BOOL_REDUCE_OP("Any", "Logical or (false over no elements)"),
 };
 
 TF_REGISTER_OPS("reduction", reduction_ops)

@@ -1,9 +1,11 @@
 /* ops_reduction_test.c: shape inference and graph-validation errors of the
- * reduction ops (Sum, Mean, Max, Min, Prod, ArgMax, ArgMin), built on
+ * reduction ops (Sum, Mean, Max, Min, Prod, ArgMax, ArgMin, All, Any),
+ * built on
  * Placeholders of partially known shape, with the axes either constants
  * (exact output shapes, early errors) or fed at run time (rank only). */
 #include <string.h>
 
+#include "lib/core/framework/op_registry.h"
 #include "test/unit/testutil.h"
 
 #define U TF_UNKNOWN_DIM
@@ -149,6 +151,35 @@ START_TEST(test_arg_shapes) {
 }
 END_TEST
 
+/* All/Any: bool in and out, the shared axis handling, no gradient. */
+START_TEST(test_all_any_shapes) {
+  static const char *const bops[2] = {"All", "Any"};
+  for (int k = 0; k < 2; k++) {
+    tf_graph *g = tf_graph_new();
+    tf_status st;
+    tf_output x = ph(g, TF_BOOL, SHAPE(2, U, 4));
+    tf_node *n = build(g, bops[k], x, cst(g, tf_tensor_scalar_i64(-1)), NULL,
+                       0, &st);
+    expect(n, &st, SHAPE(2, U));
+    ck_assert_int_eq(tf_node_output_type(n, 0), TF_BOOL);
+    ck_assert(tf_op_lookup(bops[k])->flags & TF_OP_NOT_DIFFERENTIABLE);
+    tf_attr_kv keep[] = {{"keep_dims", tf_attr_bool(true)}};
+    n = build(g, bops[k], x, cst(g, tf_tensor_vec_i32(2, (int32_t[]){0, 2})),
+              keep, 1, &st);
+    expect(n, &st, SHAPE(1, U, 1));
+    n = build(g, bops[k], x, ph(g, TF_INT32, SHAPE(2)), NULL, 0, &st);
+    expect(n, &st, SHAPE(U));
+    expect_err(build(g, bops[k], x, cst(g, tf_tensor_scalar_i32(3)), NULL, 0,
+                     &st),
+               &st, "Invalid reduction dimension (3 for input with 3");
+    n = build(g, bops[k], ph(g, TF_FLOAT32, SHAPE(2)),
+              cst(g, tf_tensor_scalar_i32(0)), NULL, 0, &st);
+    ck_assert(n == NULL && st.code == TF_INVALID_ARGUMENT);
+    tf_graph_free(g);
+  }
+}
+END_TEST
+
 Suite *tt_suite(void) {
   Suite *s = suite_create("ops_reduction");
   TCase *tc = tcase_create("shapes");
@@ -156,6 +187,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_fed_axes);
   tcase_add_test(tc, test_axes_errors);
   tcase_add_test(tc, test_arg_shapes);
+  tcase_add_test(tc, test_all_any_shapes);
   suite_add_tcase(s, tc);
   return s;
 }
