@@ -2,7 +2,8 @@
  * python/ops/array_grad.py. Views (Reshape, ExpandDims, Squeeze, Identity)
  * reshape dy back; Transpose applies the inverse permutation; joins
  * (ConcatV2, Concat, Pack) slice or unstack dy and splits (Split, Unpack)
- * join it; Slice pads dy, Pad slices it, StridedSlice scatters it with
+ * join it; Slice pads dy, Pad and PadV2 slice it (constant_values gets no
+ * gradient, as in TF), StridedSlice scatters it with
  * StridedSliceGrad; Tile sums the repeats; Fill sums everything into its
  * value. Constant axes, offsets and shapes fold into Const nodes. */
 #include <stdlib.h>
@@ -290,9 +291,54 @@ static tf_code pad_grad(tf_grad_ctx *ctx) {
 
 /* ---- Tile and Fill ------------------------------------------------------ */
 
-/* Sum(Reshape(dy, [m0, s0, m1, s1, ...]), [0, 2, 4, ...]); with constant
- * multiples only the repeated dims split in two. The split shape's rank
- * must stay within TF_MAX_RANK. */
+/* prod(v[begin:end]) of an int32 vector v as a 1-element vector ([1]
+ * when the slice is empty). */
+static tf_output vec_prod(tf_grad_ctx *ctx, tf_output v, int begin, int end) {
+  int32_t one = 1, zero = 0;
+  if (begin >= end) {
+    return tf__grad_ivec(ctx, &one, 1);
+  }
+  return tf__gs_op_attr(ctx, "Prod", tf__gs_vec_slice(ctx, v, begin,
+                                                      end - begin),
+                        tf__grad_ivec(ctx, &zero, 1), "keep_dims",
+                        tf_attr_bool(true));
+}
+
+/* Tile's gradient one axis at a time, for inputs of known rank whose
+ * interleaved [m0, s0, m1, s1, ...] shape would exceed TF_MAX_RANK: at
+ * axis d, dy (already summed over the axes before d) is viewed as
+ * [prod(x.shape[:d]), m_d, x.shape[d], prod(dy.shape[d+1:])] (no -1, so
+ * empty tensors work) and summed over its axis 1; the result is reshaped
+ * to x's shape. m holds the constant multiples (axes with m[d] == 1 are
+ * skipped), or is NULL when they are known only at run time. */
+static tf_code tile_grad_by_axis(tf_grad_ctx *ctx, int rank, const int64_t *m) {
+  tf_output x = tf__grad_in(ctx, 0), dy = dy0(ctx);
+  tf_output xshape = tf__grad_shape(ctx, x);
+  tf_output dyshape = tf__grad_shape(ctx, dy);
+  tf_output mult = tf__gs_cast(ctx, tf__grad_in(ctx, 1), TF_INT32);
+  tf_output t = dy;
+  int32_t one = 1;
+  for (int d = 0; d < rank; d++) {
+    if (m != NULL && m[d] == 1) {
+      continue;
+    }
+    tf_output parts[4] = {vec_prod(ctx, xshape, 0, d),
+                          tf__gs_vec_slice(ctx, mult, d, 1),
+                          tf__gs_vec_slice(ctx, xshape, d, 1),
+                          vec_prod(ctx, dyshape, d + 1, rank)};
+    t = tf__grad_op2(ctx, "Reshape", t, tf__gs_vec_concat(ctx, parts, 4));
+    t = tf__gs_sum(ctx, t, tf__grad_ivec(ctx, &one, 1), false);
+  }
+  ctx->dx[0].values = tf__grad_op2(ctx, "Reshape", t, xshape);
+  return ctx->st->code;
+}
+
+/* Sum(Reshape(dy, [m0, s0, m1, s1, ...]), [0, 2, 4, ...]) as TF's
+ * _TileGrad; with constant multiples only the repeated dims split in two.
+ * When that split shape would pass TF_MAX_RANK and the rank is known, the
+ * repeats are summed one axis at a time instead (tile_grad_by_axis); an
+ * input of unknown rank uses the split shape, so its run-time rank must
+ * then be at most TF_MAX_RANK / 2. */
 static tf_code tile_grad(tf_grad_ctx *ctx) {
   tf_output x = tf__grad_in(ctx, 0), mult = tf__grad_in(ctx, 1), dy = dy0(ctx);
   tf_shape xs;
@@ -313,10 +359,7 @@ static tf_code tile_grad(tf_grad_ctx *ctx) {
       return TF_OK;
     }
     if (n > TF_MAX_RANK) {
-      return tf_status_set(ctx->st, TF_UNIMPLEMENTED, "gradient of Tile '%s': "
-                           "%d repeated dims of a rank-%d input need rank %d "
-                           "> %d", tf_node_name(ctx->node), n_axes, xs.rank,
-                           n, TF_MAX_RANK);
+      return tile_grad_by_axis(ctx, xs.rank, m);
     }
     tf_output r = tf__gs_reshape_to(ctx, dy, split, n);
     ctx->dx[0].values =
@@ -324,10 +367,7 @@ static tf_code tile_grad(tf_grad_ctx *ctx) {
     return ctx->st->code;
   }
   if (rank > TF_MAX_RANK / 2) {
-    return tf_status_set(ctx->st, TF_UNIMPLEMENTED, "gradient of Tile '%s': "
-                         "non-constant multiples of a rank-%d input (at most "
-                         "%d)", tf_node_name(ctx->node), rank,
-                         TF_MAX_RANK / 2);
+    return tile_grad_by_axis(ctx, rank, NULL);
   }
   for (int d = 0; d < rank; d++) {
     axes[d] = 2 * d;
@@ -388,6 +428,7 @@ static const tf_grad_def array_grads[] = {
     {"StridedSlice", strided_slice_grad},
     {"StridedSliceGrad", strided_slice_grad_grad},
     {"Pad", pad_grad},
+    {"PadV2", pad_grad}, /* constant_values gets none, as in TF */
     {"Tile", tile_grad},
     {"Fill", fill_grad},
 };

@@ -5,10 +5,12 @@
  *
  * Shape functions use constant inputs (from Const nodes) to infer exact
  * output shapes for Reshape, Fill, Slice, StridedSlice, Tile, Pad,
- * ConcatV2, Concat, Split, Transpose and ExpandDims, keep what is knowable
+ * ConcatV2, Concat, Split, Transpose and ExpandDims (and PadV2,
+ * MirrorPad, MirrorPadGrad), keep what is knowable
  * otherwise (the rank, known dims), and reject graphs that cannot work
  * with the same messages the kernels give. */
 #include <inttypes.h>
+#include <string.h>
 
 #include "lib/core/framework/op_registry.h"
 #include "lib/core/ops/array_spec.h"
@@ -587,6 +589,84 @@ static tf_code pad_shape(tf_shape_ctx *ctx) {
   return TF_OK;
 }
 
+/* PadV2: Pad's shape and a scalar constant_values. */
+static tf_code pad_v2_shape(tf_shape_ctx *ctx) {
+  char buf[96];
+  if (ctx->in[2].rank != TF_UNKNOWN_RANK && ctx->in[2].rank != 0) {
+    return tf_shape_error(ctx, "constant_values must be a scalar, got shape "
+                               "%s", tf_shape_str(&ctx->in[2], buf, sizeof(buf)));
+  }
+  return pad_shape(ctx);
+}
+
+/* Reads MirrorPad's mode: *offset 1 for REFLECT, 0 for SYMMETRIC. */
+static tf_code mirror_mode(tf_shape_ctx *ctx, int64_t *offset) {
+  const char *mode;
+  TF_TRY(tf_node_attr_get_string(ctx->node, "mode", &mode, ctx->status));
+  if (strcmp(mode, "REFLECT") != 0 && strcmp(mode, "SYMMETRIC") != 0) {
+    return tf_shape_error(ctx, "mode must be REFLECT or SYMMETRIC, got %s",
+                          mode);
+  }
+  *offset = strcmp(mode, "REFLECT") == 0;
+  return TF_OK;
+}
+
+/* Each padding of a known dim d (the unpadded size) at most d - offset. */
+static tf_code mirror_limits(tf_shape_ctx *ctx, const tf_shape *small,
+                             int64_t offset) {
+  const tf_tensor *pv = const_input(ctx, 1);
+  for (int i = 0; pv != NULL && i < small->rank; i++) {
+    int64_t lo = tf_tensor_get_i64(pv, 2 * i);
+    int64_t hi = tf_tensor_get_i64(pv, 2 * i + 1);
+    int64_t d = small->dims[i];
+    if (d != U && (lo > d - offset || hi > d - offset)) {
+      return tf_shape_error(ctx, "paddings must be %s the dimension size: "
+                                 "paddings %" PRId64 ", %" PRId64
+                                 " of dim %d of size %" PRId64,
+                            offset ? "less than" : "no greater than", lo, hi,
+                            i, d);
+    }
+  }
+  return TF_OK;
+}
+
+static tf_code mirror_pad_shape(tf_shape_ctx *ctx) {
+  int64_t offset = 0;
+  TF_TRY(mirror_mode(ctx, &offset));
+  TF_TRY(pad_shape(ctx));
+  if (ctx->in[0].rank == TF_UNKNOWN_RANK) {
+    return TF_OK;
+  }
+  return mirror_limits(ctx, &ctx->in[0], offset);
+}
+
+/* MirrorPadGrad: the input less its paddings. */
+static tf_code mirror_pad_grad_shape(tf_shape_ctx *ctx) {
+  int64_t offset = 0;
+  TF_TRY(mirror_mode(ctx, &offset));
+  TF_TRY(pad_shape(ctx)); /* checks paddings' shape and values */
+  const tf_tensor *pv = const_input(ctx, 1);
+  const tf_shape *in = &ctx->in[0];
+  if (pv == NULL || in->rank == TF_UNKNOWN_RANK) {
+    return TF_OK;
+  }
+  tf_shape out = *in;
+  for (int i = 0; i < out.rank; i++) {
+    int64_t lo = tf_tensor_get_i64(pv, 2 * i);
+    int64_t hi = tf_tensor_get_i64(pv, 2 * i + 1);
+    if (in->dims[i] != U) {
+      out.dims[i] = in->dims[i] - lo - hi;
+      if (out.dims[i] < 0) {
+        return tf_shape_error(ctx, "paddings %" PRId64 ", %" PRId64
+                                   " exceed input dim %d of size %" PRId64,
+                              lo, hi, i, in->dims[i]);
+      }
+    }
+  }
+  ctx->out[0] = out;
+  return mirror_limits(ctx, &out, offset);
+}
+
 static tf_code fill_shape(tf_shape_ctx *ctx) {
   char buf[96];
   TF_TRY(want_vector(ctx, 0, "dims"));
@@ -677,6 +757,19 @@ static const tf_op_spec array_ops[] = {
     {"Pad", {"input: T", "paddings: Tpaddings"}, {"output: T"},
      {"T: type", IDX("Tpaddings")}, pad_shape, 0,
      "Pads with zeros: paddings[k] = [before, after] for dim k."},
+    {"PadV2", {"input: T", "paddings: Tpaddings", "constant_values: T"},
+     {"output: T"}, {"T: type", IDX("Tpaddings")}, pad_v2_shape, 0,
+     "Pads with constant_values: paddings[k] = [before, after] for dim k."},
+    {"MirrorPad", {"input: T", "paddings: Tpaddings"}, {"output: T"},
+     {"T: type", IDX("Tpaddings"), "mode: {'REFLECT', 'SYMMETRIC'}"},
+     mirror_pad_shape, 0,
+     "Pads with mirrored copies of input (REFLECT leaves out the edge, "
+     "SYMMETRIC repeats it)."},
+    {"MirrorPadGrad", {"input: T", "paddings: Tpaddings"}, {"output: T"},
+     {"T: type", IDX("Tpaddings"), "mode: {'REFLECT', 'SYMMETRIC'}"},
+     mirror_pad_grad_shape, 0,
+     "The gradient of MirrorPad: folds the mirrored parts of input back "
+     "onto the interior and sums them."},
     {"Fill", {"dims: index_type", "value: T"}, {"output: T"},
      {"T: type", IDX("index_type")}, fill_shape, 0,
      "A tensor of shape dims with every element equal to value."},

@@ -190,6 +190,25 @@ START_TEST(test_gather_v2_fed_axis) {
 }
 END_TEST
 
+/* Fed axis at every params rank 1-5, every axis (positive and negative),
+ * with vector and matrix indices (output ranks up to 6). */
+START_TEST(test_gather_v2_fed_axis_ranks) {
+  tf_shape ps[5] = {GT_SHAPE(5), GT_SHAPE(3, 4), GT_SHAPE(2, 4, 3),
+                    GT_SHAPE(2, 3, 2, 3), GT_SHAPE(2, 2, 3, 2, 2)};
+  for (int r = 1; r <= 5; r++) {
+    for (int a = -r; a < r; a++) {
+      int64_t dim = ps[r - 1].dims[a < 0 ? a + r : a];
+      tf_tensor *idx =
+          (r + a) % 2 ? tf_tensor_vec_i32(3, (int32_t[]){(int32_t)dim - 1, 0,
+                                                          (int32_t)dim - 1})
+                      : tt_tensor_i(TF_INT64, GT_SHAPE(2, 2),
+                                    (int64_t[]){0, dim - 1, 1, 0});
+      check_v2_fed_axis(ps[r - 1], idx, a, 0);
+    }
+  }
+}
+END_TEST
+
 /* A negative batch_dims needs the indices' rank (TF refuses it too). */
 START_TEST(test_gather_v2_negative_batch_dims_unknown_rank) {
   tf_graph *g = tf_graph_new();
@@ -362,6 +381,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_gather_sparse);
   tcase_add_test(tc, test_gather_v2_axes);
   tcase_add_test(tc, test_gather_v2_fed_axis);
+  tcase_add_test(tc, test_gather_v2_fed_axis_ranks);
   tcase_add_test(tc, test_gather_v2_negative_batch_dims_unknown_rank);
   tcase_add_test(tc, test_unsorted_segment_sum);
   tcase_add_test(tc, test_unsorted_segment_sum_drops_exactly);

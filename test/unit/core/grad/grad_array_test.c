@@ -296,6 +296,50 @@ START_TEST(test_tile) {
 }
 END_TEST
 
+/* Ranks 1-5 with every multiple repeated (rank 5 splits to rank 10 >
+ * TF_MAX_RANK, so its gradient sums one axis at a time), constant and fed
+ * multiples, static and hidden dims (hidden rank only up to rank 4: an
+ * unknown rank uses TF's interleaved reshape), int64 multiples, and a zero
+ * multiple (empty output: the gradient is all zeros). */
+START_TEST(test_tile_ranks) {
+  tf_shape xs[5] = {GT_SHAPE(3), GT_SHAPE(2, 3), GT_SHAPE(2, 1, 3),
+                    GT_SHAPE(2, 1, 2, 2), GT_SHAPE(2, 1, 2, 1, 2)};
+  int32_t mult[5][5] = {{3}, {2, 3}, {2, 3, 1}, {2, 2, 1, 2},
+                        {2, 2, 2, 3, 2}};
+  for (int r = 1; r <= 5; r++) {
+    tf_tensor *x = rnd(xs[r - 1]);
+    tf_tensor *m = ivec(r, mult[r - 1]);
+    tf_tensor *in[2] = {x, m};
+    gt_build c = {.op = "Tile", .n_args = 2, .args = {GT_P(0), GT_C(m)}};
+    tt_grad_check(gt_build_fn, &c, &x, 1, NULL, ATOL, RTOL);
+    for (int hide = GT_SHOW; hide <= (r <= 4 ? GT_HIDE_RANK : GT_HIDE_DIMS);
+         hide++) {
+      gt_build f = {.op = "Tile", .n_args = 2, .args = {GT_PH(0, hide), GT_P(1)}};
+      tt_grad_check(gt_build_fn, &f, in, 2, NULL, ATOL, RTOL);
+    }
+    tf_tensor_unref(m);
+    int64_t m64[5];
+    for (int d = 0; d < r; d++) {
+      m64[d] = mult[r - 1][d];
+    }
+    in[1] = tf_tensor_vec_i64(r, m64);
+    gt_build f = {.op = "Tile", .n_args = 2,
+                  .args = {GT_PH(0, GT_HIDE_DIMS), GT_P(1)}};
+    tt_grad_check(gt_build_fn, &f, in, 2, NULL, ATOL, RTOL);
+    tf_tensor_unref(in[1]);
+    tf_tensor_unref(x);
+  }
+  tf_tensor *x = rnd(GT_SHAPE(2, 1, 2, 1, 2));
+  tf_tensor *in[2] = {x, ivec(5, (int32_t[]){2, 0, 2, 3, 2})};
+  gt_build c = {.op = "Tile", .n_args = 2, .args = {GT_P(0), GT_C(in[1])}};
+  tt_grad_check(gt_build_fn, &c, &x, 1, NULL, ATOL, RTOL);
+  gt_build f = {.op = "Tile", .n_args = 2,
+                .args = {GT_PH(0, GT_HIDE_DIMS), GT_P(1)}};
+  tt_grad_check(gt_build_fn, &f, in, 2, NULL, ATOL, RTOL);
+  tt_free(in, 2);
+}
+END_TEST
+
 START_TEST(test_fill) {
   tf_tensor *in[2] = {ivec(2, (int32_t[]){3, 4}), tf_tensor_scalar_f64(0.7)};
   tt_grad_check_op("Fill", in, 2, false, NULL, 0, 0, NULL, ATOL, RTOL);
@@ -350,6 +394,7 @@ Suite *tt_suite(void) {
   tcase_add_test(tc, test_strided_slice_grad_grad);
   tcase_add_test(tc, test_pad);
   tcase_add_test(tc, test_tile);
+  tcase_add_test(tc, test_tile_ranks);
   tcase_add_test(tc, test_fill);
   tcase_add_test(tc, test_composite);
   suite_add_tcase(s, tc);
