@@ -41,7 +41,8 @@ typedef enum tf_activation {
   TF_ACT_RELU,
   TF_ACT_TANH,
   TF_ACT_SIGMOID,
-  TF_ACT_SOFTMAX /* over the last axis */
+  TF_ACT_SOFTMAX, /* over the last axis */
+  TF_ACT_LEAKY_RELU /* LeakyRelu with alpha 0.2 (tf.nn.leaky_relu's) */
 } tf_activation;
 
 typedef enum tf_init_kind {
@@ -194,6 +195,34 @@ TF_API tf_code tf_layer_conv2d(tf_layers *l, tf_output x, int64_t filters,
                                const tf_initializer *bias_init,
                                const char *name, tf_output *out, tf_status *st);
 
+/* Keras's DepthwiseConv2D: act(depthwise_conv2d(x, depthwise_kernel) +
+ * bias) for NHWC x [batch, h, w, cin] (cin known): output channel
+ * c * depth_multiplier + m convolves input channel c with
+ * depthwise_kernel[:, :, c, m], kernel [kernel_h, kernel_w, cin,
+ * depth_multiplier] (depthwise_init NULL: Glorot uniform, fans as a conv
+ * kernel's), bias [cin * depth_multiplier] (bias_init NULL: zeros) unless
+ * use_bias is false; strides and padding as tf_layer_conv2d.
+ * DepthwiseConv2dNative, BiasAdd, activation. Scope "depthwise_conv2d". */
+TF_API tf_code tf_layer_depthwise_conv2d(
+    tf_layers *l, tf_output x, int kernel_h, int kernel_w, int stride_h,
+    int stride_w, const char *padding, int64_t depth_multiplier,
+    tf_activation act, bool use_bias, const tf_initializer *depthwise_init,
+    const tf_initializer *bias_init, const char *name, tf_output *out,
+    tf_status *st);
+
+/* Keras's SeparableConv2D (tf.nn.separable_conv2d): the depthwise
+ * convolution of tf_layer_depthwise_conv2d (variable "depthwise_kernel",
+ * strides and padding applied there), then a 1x1 Conv2D (stride 1,
+ * VALID) with "pointwise_kernel" [1, 1, cin * depth_multiplier, filters]
+ * (pointwise_init NULL: Glorot uniform), bias [filters] unless use_bias
+ * is false, activation. Scope "separable_conv2d". */
+TF_API tf_code tf_layer_separable_conv2d(
+    tf_layers *l, tf_output x, int64_t filters, int kernel_h, int kernel_w,
+    int stride_h, int stride_w, const char *padding, int64_t depth_multiplier,
+    tf_activation act, bool use_bias, const tf_initializer *depthwise_init,
+    const tf_initializer *pointwise_init, const tf_initializer *bias_init,
+    const char *name, tf_output *out, tf_status *st);
+
 /* Max / mean over pool_h x pool_w windows of NHWC x, moved by the
  * strides, padding "SAME" or "VALID" (the mean counts only elements
  * inside the input). Scopes "max_pooling2d" / "average_pooling2d". */
@@ -222,6 +251,38 @@ TF_API tf_code tf_layer_dropout(tf_layers *l, tf_output x, double rate,
                                 tf_output training, bool active, int64_t seed,
                                 const char *name, tf_output *out,
                                 tf_status *st);
+
+/* Keras's BatchNormalization over the last axis of x, float32 [batch, C]
+ * or NHWC [batch, h, w, C] (C known), on FusedBatchNormV3 (Keras's fused
+ * path; 2-D x is reshaped to [batch, 1, 1, C] and back). Variables
+ * "gamma" [C] (ones, trainable) when scale, "beta" [C] (zeros, trainable)
+ * when center (else Consts of ones / zeros), "moving_mean" [C] (zeros)
+ * and "moving_variance" [C] (ones), both not trainable.
+ * Training: y = gamma * (x - m) / sqrt(v + epsilon) + beta with the batch
+ * mean m and biased variance v (is_training true), and two update ops,
+ * moving -= (moving - batch) * (1 - momentum) (AssignSub, TF's
+ * _assign_moving_average) with the batch mean and the UNBIASED (Bessel-
+ * corrected) batch variance the op outputs, recorded in the context
+ * (tf_layers_update_ops, TF's UPDATE_OPS collection): run them with each
+ * training step (tf_optimizer_control_dependencies).
+ * Inference: the same with the moving statistics (is_training false).
+ * When training's node is NULL the mode is chosen at build time by
+ * `active` (inference adds no update op). Otherwise training is a scalar
+ * bool fed per step (TF's smart_cond): y is a tf_cond over both modes and
+ * each update op is the Merge of a tf_cond that assigns only when training
+ * is true (else leaves the statistic as it is); gradients flow through
+ * the cond. momentum in [0, 1] (Keras: 0.99), epsilon > 0 (Keras: 0.001).
+ * Scope "batch_normalization". */
+TF_API tf_code tf_layer_batch_norm(tf_layers *l, tf_output x,
+                                   tf_output training, bool active,
+                                   double momentum, double epsilon, bool scale,
+                                   bool center, const char *name,
+                                   tf_output *out, tf_status *st);
+
+/* The update ops the layers recorded (batch norm's moving averages), in
+ * creation order, written to ops[0..max); returns how many there are (may
+ * exceed max; ops may be NULL when max is 0). */
+TF_API int tf_layers_update_ops(const tf_layers *l, tf_node **ops, int max);
 
 /* Rows of params (usually a variable's ref output, [vocab, ...]) at the
  * int32/int64 ids: one Gather, so that the gradient with respect to the

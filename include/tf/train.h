@@ -118,15 +118,27 @@ TF_API void tf_optimizer_free(tf_optimizer *o);
  * variable's shape, or sparse rows; values.node NULL: no gradient, the
  * variable is skipped), creating missing slots, and returns a NoOp `name`
  * (NULL: the optimizer's name, made unique) that runs them all and then,
- * when global_step's node is set, adds 1 to that int32/int64 variable:
- * run it as a target once per training step. INVALID_ARGUMENT when no
+ * when global_step's node is set, adds 1 to that int32/int64 variable,
+ * and also waits for the optimizer's control dependencies (see
+ * tf_optimizer_control_dependencies): run it as a target once per
+ * training step. INVALID_ARGUMENT when no
  * variable has a gradient, for a variable that is not one, a dtype or
- * shape mismatch, or an optimizer bound to another graph. */
+ * shape mismatch, an optimizer bound to another graph, or a control
+ * dependency (tf_optimizer_control_dependencies) NULL or in another graph. */
 TF_API tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
                                              const tf_output *vars,
                                              const tf_grad *grads, int n,
                                              tf_output global_step,
                                              const char *name, tf_status *st);
+
+/* TF's tf.control_dependencies(ops) around minimize: every train op the
+ * optimizer builds after this call (apply_gradients, minimize) also waits
+ * for ops[0..n) (nodes of the graph it builds into), so running it as a
+ * target runs them once per step, e.g. the update ops of batch norm
+ * (tf_layers_update_ops in tf/layers.h, TF's UPDATE_OPS). Replaces the
+ * previous list; n 0 clears it. Aborts on OOM only. */
+TF_API void tf_optimizer_control_dependencies(tf_optimizer *o,
+                                              tf_node *const *ops, int n);
 
 /* tf_gradients_sparse(loss, vars) then apply_gradients; vars that loss
  * does not depend on are skipped (none at all: INVALID_ARGUMENT). No

@@ -35,6 +35,7 @@ void tf_layers_free(tf_layers *l) {
     free((char *)l->vars[i].name);
   }
   free(l->vars);
+  free(l->updates);
   free(l);
 }
 

@@ -1,6 +1,8 @@
 /* layers_impl.h: internals shared by the layers builders (layers.c: the
  * context, variables and initializers; layers_nn.c: the layers;
- * layers_loss.c: losses and metrics). Not part of the public API. */
+ * layers_loss.c: losses and metrics; layers_norm.c: batch normalization
+ * and its update ops; layers_conv.c: depthwise and separable convolutions).
+ * Not part of the public API. */
 #ifndef TF_CORE_LAYERS_IMPL_H
 #define TF_CORE_LAYERS_IMPL_H
 
@@ -15,6 +17,8 @@ struct tf_layers {
   int n_vars, cap_vars;
   const char *device; /* requested on every node tf__layers_op builds (a
                        * partitioned variable's shard); NULL: none */
+  tf_node **updates;  /* TF's UPDATE_OPS: batch norm's moving averages */
+  int n_updates, cap_updates;
 };
 
 /* The (seed, seed2) attrs of a random op with op seed op_seed, as TF1's
@@ -63,6 +67,27 @@ tf_output tf__layers_var_fans(tf_layers *l, const char *name, tf_shape shape,
 /* Forgets the variables recorded after the first n (their nodes were
  * rolled back). */
 void tf__layers_forget_vars(tf_layers *l, int n);
+
+/* act(x) (TF_ACT_NONE: x itself) named name (NULL: the op's), chained as
+ * tf__layers_op. */
+tf_output tf__layers_act(tf_layers *l, tf_output x, tf_activation act,
+                         const char *name, tf_status *st);
+/* INVALID_ARGUMENT "<what>: unknown activation" unless act is one. */
+tf_code tf__layers_check_act(const char *what, tf_activation act,
+                             tf_status *st);
+/* Checks a kernel initializer (NULL: Glorot) and a bias one (NULL: zeros)
+ * for dtype dt. */
+tf_code tf__layers_check_inits(const char *what, const tf_initializer *k,
+                               const tf_initializer *b, tf_dtype dt,
+                               tf_status *st);
+/* Checks a float NHWC x (rank 4 or unknown), positive window and stride
+ * sizes and padding "SAME" or "VALID". */
+tf_code tf__layers_check_window(const char *what, tf_output x, int kh, int kw,
+                                int sh, int sw, const char *padding,
+                                tf_status *st);
+
+/* Records n as an update op (tf_layers_update_ops). Aborts on OOM only. */
+void tf__layers_add_update(tf_layers *l, tf_node *n);
 
 /* Whether dt is float32 or float64, the dtypes the layers compute in. */
 bool tf__layers_float(tf_dtype dt);

@@ -19,18 +19,21 @@ static const tf_shape *shape_of(tf_output x) {
   return tf_node_output_shape(x.node, x.index);
 }
 
-/* act(x) chained as tf__layers_op. */
-static tf_output act_op(tf_layers *l, tf_output x, tf_activation act,
-                        const char *name, tf_status *st) {
-  static const char *const ops[] = {NULL, "Relu", "Tanh", "Sigmoid", "Softmax"};
+tf_output tf__layers_act(tf_layers *l, tf_output x, tf_activation act,
+                         const char *name, tf_status *st) {
+  static const char *const ops[] = {NULL,      "Relu",    "Tanh",
+                                    "Sigmoid", "Softmax", "LeakyRelu"};
   if (act == TF_ACT_NONE || st->code != TF_OK) {
     return st->code == TF_OK ? x : (tf_output){NULL, 0};
   }
-  return tf__layers_op(l, ops[act], name, &x, 1, NULL, 0, st);
+  tf_attr_kv a[] = {{"alpha", tf_attr_float(0.2)}};
+  return tf__layers_op(l, ops[act], name, &x, 1, a,
+                       act == TF_ACT_LEAKY_RELU ? 1 : 0, st);
 }
 
-static tf_code check_act(const char *what, tf_activation act, tf_status *st) {
-  if ((int)act < (int)TF_ACT_NONE || (int)act > (int)TF_ACT_SOFTMAX) {
+tf_code tf__layers_check_act(const char *what, tf_activation act,
+                             tf_status *st) {
+  if ((int)act < (int)TF_ACT_NONE || (int)act > (int)TF_ACT_LEAKY_RELU) {
     return tf_status_set(st, TF_INVALID_ARGUMENT, "%s: unknown activation %d",
                          what, (int)act);
   }
@@ -43,15 +46,14 @@ tf_code tf_layer_activation(tf_layers *l, tf_output x, tf_activation act,
   STATUS_INIT(st, local);
   *out = (tf_output){NULL, 0};
   TF_TRY(tf__layers_check_float("activation", x, st));
-  TF_TRY(check_act("activation", act, st));
-  *out = act_op(l, x, act, name, st);
+  TF_TRY(tf__layers_check_act("activation", act, st));
+  *out = tf__layers_act(l, x, act, name, st);
   return st->code;
 }
 
-/* Checks both initializers (kernel NULL: Glorot; bias NULL: zeros). */
-static tf_code check_inits(const char *what, const tf_initializer *k,
-                           const tf_initializer *b, tf_dtype dt,
-                           tf_status *st) {
+tf_code tf__layers_check_inits(const char *what, const tf_initializer *k,
+                               const tf_initializer *b, tf_dtype dt,
+                               tf_status *st) {
   tf_initializer glorot = tf_init_glorot_uniform(0);
   TF_TRY(tf__layers_check_init(what, k ? k : &glorot, dt, st));
   return tf__layers_check_init(what, b, dt, st);
@@ -77,7 +79,7 @@ static tf_output kernel_layer(tf_layers *l, tf_output x, tf_shape kshape,
     tf_output bin[2] = {y, b};
     y = tf__layers_op(l, "BiasAdd", NULL, bin, 2, NULL, 0, st);
   }
-  return act_op(l, y, act, NULL, st);
+  return tf__layers_act(l, y, act, NULL, st);
 }
 
 tf_code tf_layer_dense(tf_layers *l, tf_output x, int64_t units,
@@ -100,9 +102,9 @@ tf_code tf_layer_dense(tf_layers *l, tf_output x, int64_t units,
     return tf_status_set(st, TF_INVALID_ARGUMENT, "dense: units must be in "
                          "[1, 2^31), got %lld", (long long)units);
   }
-  TF_TRY(check_act("dense", act, st));
-  TF_TRY(check_inits("dense", kernel_init, bias_init,
-                     tf_node_output_type(x.node, x.index), st));
+  TF_TRY(tf__layers_check_act("dense", act, st));
+  TF_TRY(tf__layers_check_inits("dense", kernel_init, bias_init,
+                                tf_node_output_type(x.node, x.index), st));
   tf_graph_push_scope(l->g, name ? name : "dense");
   *out = kernel_layer(l, x, tf_shape_of(2, s->dims[1], units), "MatMul", NULL,
                       0, act, use_bias, kernel_init, bias_init, st);
@@ -122,10 +124,9 @@ static tf_code check_padding(const char *what, const char *padding,
   return TF_OK;
 }
 
-/* Checks a float NHWC input and positive window and stride sizes. */
-static tf_code check_window(const char *what, tf_output x, int kh, int kw,
-                            int sh, int sw, const char *padding,
-                            tf_status *st) {
+tf_code tf__layers_check_window(const char *what, tf_output x, int kh, int kw,
+                                int sh, int sw, const char *padding,
+                                tf_status *st) {
   TF_TRY(tf__layers_check_float(what, x, st));
   const tf_shape *s = shape_of(x);
   char b[96];
@@ -151,8 +152,8 @@ tf_code tf_layer_conv2d(tf_layers *l, tf_output x, int64_t filters,
   tf_status local;
   STATUS_INIT(st, local);
   *out = (tf_output){NULL, 0};
-  TF_TRY(check_window("conv2d", x, kernel_h, kernel_w, stride_h, stride_w,
-                      padding, st));
+  TF_TRY(tf__layers_check_window("conv2d", x, kernel_h, kernel_w, stride_h,
+                                 stride_w, padding, st));
   const tf_shape *s = shape_of(x);
   char b[96];
   if (s->rank != 4 || s->dims[3] < 0) {
@@ -164,9 +165,9 @@ tf_code tf_layer_conv2d(tf_layers *l, tf_output x, int64_t filters,
     return tf_status_set(st, TF_INVALID_ARGUMENT, "conv2d: filters must be in "
                          "[1, 2^31), got %lld", (long long)filters);
   }
-  TF_TRY(check_act("conv2d", act, st));
-  TF_TRY(check_inits("conv2d", kernel_init, bias_init,
-                     tf_node_output_type(x.node, x.index), st));
+  TF_TRY(tf__layers_check_act("conv2d", act, st));
+  TF_TRY(tf__layers_check_inits("conv2d", kernel_init, bias_init,
+                                tf_node_output_type(x.node, x.index), st));
   int64_t strides[4] = {1, stride_h, stride_w, 1};
   tf_attr_kv a[] = {{"strides", tf_attr_int_list(strides, 4)},
                     {"padding", tf_attr_string(padding)}};
@@ -186,7 +187,7 @@ static tf_code pool(tf_layers *l, const char *op, const char *scope,
   tf_status local;
   STATUS_INIT(st, local);
   *out = (tf_output){NULL, 0};
-  TF_TRY(check_window(scope, x, ph, pw, sh, sw, padding, st));
+  TF_TRY(tf__layers_check_window(scope, x, ph, pw, sh, sw, padding, st));
   int64_t ksize[4] = {1, ph, pw, 1}, strides[4] = {1, sh, sw, 1};
   tf_attr_kv a[] = {{"ksize", tf_attr_int_list(ksize, 4)},
                     {"strides", tf_attr_int_list(strides, 4)},

@@ -7,7 +7,8 @@
  * TensorFlow's names and initial values (Adagrad's accumulator at
  * initial_accumulator_value, RMSProp's rms at 1, the others at 0). After
  * every update, Adam multiplies its powers by beta1 and beta2, and then
- * global_step is incremented; the returned NoOp waits for all of it. */
+ * global_step is incremented; the returned NoOp waits for all of it and
+ * for the nodes given to tf_optimizer_control_dependencies. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,8 @@ struct tf_optimizer {
   int n_inits, cap_inits;
   power_entry powers[2];
   int n_powers;
+  tf_node **deps; /* tf_optimizer_control_dependencies */
+  int n_deps;
 };
 
 /* ---- construction --------------------------------------------------------- */
@@ -140,6 +143,7 @@ void tf_optimizer_free(tf_optimizer *o) {
   if (o != NULL) {
     free(o->slots);
     free(o->inits);
+    free(o->deps);
     free(o->name);
     free(o);
   }
@@ -495,6 +499,13 @@ static tf_code check_apply(tf_optimizer *o, tf__tb *b, const tf_output *vars,
   if (present == 0) {
     return tf__tb_fail(b, "No gradients provided for any variable");
   }
+  for (int i = 0; i < o->n_deps; i++) {
+    if (o->deps[i] == NULL || o->deps[i]->graph != b->g) {
+      return tf__tb_fail(b, "apply_gradients: control dependency %d of "
+                         "optimizer %s is %s", i, o->name,
+                         o->deps[i] ? "in another graph" : "NULL");
+    }
+  }
   tf_dtype sd = tf__tb_dtype(step);
   if (step.node != NULL && (!tf__node_output_is_ref(step.node, step.index) ||
                             (sd != TF_INT32 && sd != TF_INT64))) {
@@ -582,6 +593,32 @@ static void build_updates(apply_ctx *a, const tf_output *vars,
   }
 }
 
+/* The train op: a NoOp waiting for the updates and the optimizer's
+ * control dependencies deps[0..n_deps). */
+static tf_node *final_noop(tf__tb *b, const char *name, const apply_ctx *a,
+                           tf_node *const *deps, int n_deps) {
+  int n = a->n_updates + n_deps;
+  tf_node **ctrl = tf__xcalloc((size_t)n + 1, sizeof *ctrl);
+  memcpy(ctrl, a->updates, (size_t)a->n_updates * sizeof *ctrl);
+  if (n_deps > 0) {
+    memcpy(ctrl + a->n_updates, deps, (size_t)n_deps * sizeof *ctrl);
+  }
+  tf_node *r = tf__tb_node(b, "NoOp", name, NULL, 0, NULL, 0, ctrl, n);
+  free(ctrl);
+  return r;
+}
+
+void tf_optimizer_control_dependencies(tf_optimizer *o, tf_node *const *ops,
+                                       int n) {
+  free(o->deps);
+  o->deps = NULL;
+  o->n_deps = n > 0 ? n : 0;
+  if (o->n_deps > 0) {
+    o->deps = tf__xcalloc((size_t)n, sizeof *o->deps);
+    memcpy(o->deps, ops, (size_t)n * sizeof *o->deps);
+  }
+}
+
 tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
                                       const tf_output *vars,
                                       const tf_grad *grads, int n,
@@ -608,8 +645,7 @@ tf_node *tf_optimizer_apply_gradients(tf_optimizer *o, tf_graph *g,
       add_update(&a, inc, cap);
     }
     tf_graph_pop_scope(g);
-    result = tf__tb_node(&b, "NoOp", final_name, NULL, 0, NULL, 0, a.updates,
-                         a.n_updates);
+    result = final_noop(&b, final_name, &a, o->deps, o->n_deps);
     free(slots);
     free(a.updates);
   }
