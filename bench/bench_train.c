@@ -16,7 +16,22 @@
  * `lstm_step_ratio_vs_torch: R` (ours over theirs; goals 0.9, 1.0, 1.0).
  * The LSTM reads the MLP's batch of 128 images row by row (28 steps of 28
  * pixels, hidden 128: tf_layer_lstm, a dynamic loop; PyTorch's nn.LSTM)
- * with dense 10 on the last hidden state. */
+ * with dense 10 on the last hidden state.
+ * bn_cnn (batch 64) is the example's MobileNet-style CNN: conv 3x3x32 +
+ * batch norm + ReLU, three separable 3x3 convs (64, 128, 128; depthwise
+ * then 1x1, no bias) each with batch norm + ReLU, maxpool 2 after the
+ * first two, global average pool, dense 10; batch norm in training mode
+ * with its moving-average updates in the step (PyTorch: grouped Conv2d,
+ * BatchNorm2d in train mode): `bn_cnn_step_ratio_vs_torch: R`.
+ * depthwise times one DepthwiseConv2dNative forward with both backprops
+ * (its registered gradient, one session Run fetching the output, dx and
+ * dfilter) on x [64, 14, 14, 128] NHWC, a 3x3 filter, stride 1, SAME,
+ * float32, against PyTorch's conv2d(groups=128) forward + backward on the
+ * same shapes (NCHW, its layout): `depthwise_ratio_vs_torch: R`.
+ *
+ *   bench_train [mlp|cnn|lstm|bn_cnn|depthwise ...]
+ *
+ * runs only the named comparisons (default: all). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,13 +94,63 @@ static void ok(tf_code rc, const char *what, const tf_status *st) {
   if (rc != TF_OK) die(what, st);
 }
 
-typedef enum kind { MLP, CNN, LSTM } kind;
+typedef enum kind { MLP, CNN, LSTM, BN_CNN, DW } kind;
+
+static tf_output bench_const(tf_graph *g, const char *name, tf_tensor *t) {
+  tf_status st;
+  tf_node_builder *b = tf_node_begin(g, "Const", name);
+  tf_node_set_attr(b, "value", tf_attr_tensor(t));
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(t->dtype));
+  tf_node *n = tf_node_finish(b, &st);
+  tf_tensor_unref(t);
+  if (n == NULL) die(name, &st);
+  return (tf_output){n, 0};
+}
+
+/* Batch norm (training mode, momentum 0.99, epsilon 1e-3) and ReLU. */
+static tf_output bn_relu(tf_layers *l, tf_output h) {
+  tf_status st;
+  tf_output nil = {NULL, 0};
+  ok(tf_layer_batch_norm(l, h, nil, true, 0.99, 1e-3, true, true, NULL, &h, &st), "bn", &st);
+  ok(tf_layer_activation(l, h, TF_ACT_RELU, NULL, &h, &st), "relu", &st);
+  return h;
+}
+
+static tf_output sep_bn_relu(tf_layers *l, tf_output h, int64_t filters) {
+  tf_status st;
+  ok(tf_layer_separable_conv2d(l, h, filters, 3, 3, 1, 1, "SAME", 1, TF_ACT_NONE, false, NULL,
+                               NULL, NULL, NULL, &h, &st), "separable", &st);
+  return bn_relu(l, h);
+}
+
+/* bn_cnn up to the global average pool (features [batch, 128]). */
+static tf_output build_bn_cnn(tf_layers *l, tf_output h) {
+  tf_status st;
+  ok(tf_layer_conv2d(l, h, 32, 3, 3, 1, 1, "SAME", TF_ACT_NONE, false, NULL, NULL, NULL, &h, &st),
+     "conv", &st);
+  h = sep_bn_relu(l, bn_relu(l, h), 64);
+  ok(tf_layer_max_pool(l, h, 2, 2, 2, 2, "VALID", NULL, &h, &st), "pool", &st);
+  h = sep_bn_relu(l, h, 128);
+  ok(tf_layer_max_pool(l, h, 2, 2, 2, 2, "VALID", NULL, &h, &st), "pool", &st);
+  h = sep_bn_relu(l, h, 128);
+  int32_t axes[2] = {1, 2};
+  tf_graph *g = tf_layers_graph(l);
+  tf_node_builder *b = tf_node_begin(g, "Mean", "global_average_pooling2d");
+  tf_node_add_input(b, h);
+  tf_node_add_input(b, bench_const(g, "gap_axes", tf_tensor_vec_i32(2, axes)));
+  tf_node_set_attr(b, "keep_dims", tf_attr_bool(false));
+  h = (tf_output){tf_node_finish(b, &st), 0};
+  if (h.node == NULL) die("mean", &st);
+  return h;
+}
 
 static tf_output build_model(tf_layers *l, tf_output x, kind k) {
   tf_status st;
   tf_output h = x;
   if (k == LSTM) {
     ok(tf_layer_lstm(l, h, 128, NULL, &h, &st), "lstm", &st);
+  } else if (k == BN_CNN) {
+    h = build_bn_cnn(l, h);
   } else if (k == CNN) {
     ok(tf_layer_conv2d(l, h, 32, 5, 5, 1, 1, "SAME", TF_ACT_RELU, true, NULL, NULL, NULL, &h, &st), "conv", &st);
     ok(tf_layer_max_pool(l, h, 2, 2, 2, 2, "VALID", NULL, &h, &st), "pool", &st);
@@ -105,7 +170,7 @@ static void build_ours(ours *o, kind k, tf_tensor *x, tf_tensor *y) {
   tf_status st;
   o->g = tf_graph_new();
   tf_layers *l = tf_layers_new(o->g, 1);
-  tf_shape xs = k == CNN    ? tf_shape_of(4, x->shape.dims[0], 28, 28, 1)
+  tf_shape xs = k == CNN || k == BN_CNN ? tf_shape_of(4, x->shape.dims[0], 28, 28, 1)
                 : k == LSTM ? tf_shape_of(3, x->shape.dims[0], 28, 28)
                             : x->shape;
   tf_output px = placeholder(o->g, "x", TF_FLOAT32, xs);
@@ -117,6 +182,10 @@ static void build_ours(ours *o, kind k, tf_tensor *x, tf_tensor *y) {
   oo.learning_rate = 1e-3;
   oo.epsilon = 1e-7;
   tf_optimizer *opt = tf_optimizer_new(TF_OPT_ADAM, &oo);
+  tf_node *upd[8]; /* batch norm's moving averages run with each step */
+  int n_upd = tf_layers_update_ops(l, upd, 8);
+  if (n_upd > 8) die("too many update ops", NULL);
+  tf_optimizer_control_dependencies(opt, upd, n_upd);
   int n = tf_layers_trainable(l, NULL, 0);
   tf_output *vars = malloc((size_t)n * sizeof *vars);
   tf_layers_trainable(l, vars, n);
@@ -141,13 +210,78 @@ static void build_ours(ours *o, kind k, tf_tensor *x, tf_tensor *y) {
   tf_layers_free(l);
 }
 
-static double our_step(ours *o) {
+static double our_step(void *arg) {
+  ours *o = arg;
   tf_status st;
   const char *feeds[2] = {o->x_name, o->y_name};
   tf_tensor *vals[2] = {o->x, o->y};
   double t0 = now_ms();
   ok(tf_session_run(o->s, NULL, feeds, vals, 2, NULL, NULL, 0, &o->train, 1, NULL, &st), "step", &st);
   return now_ms() - t0;
+}
+
+/* DepthwiseConv2dNative forward + both backprops: one Run fetching the
+ * output, dx and dfilter (tf_gradients: the op's registered gradient). */
+typedef struct dw {
+  tf_session *s;
+  char fetch_names[3][80];
+  const char *fetch[3], *feeds[3];
+  tf_tensor *vals[3];
+} dw;
+
+static tf_tensor *random_f32(tf_shape sh, uint32_t seed) {
+  tf_status st;
+  tf_tensor *t;
+  ok(tf_tensor_new(TF_FLOAT32, &sh, &t, &st), "alloc", &st);
+  float *p = t->data;
+  for (int64_t i = 0; i < tf_shape_num_elements(&sh); i++) {
+    seed = seed * 1664525u + 1013904223u;
+    p[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+  }
+  return t;
+}
+
+static void build_dw(dw *d) {
+  tf_status st;
+  tf_graph *g = tf_graph_new();
+  tf_shape xs = tf_shape_of(4, 64, 14, 14, 128), fs = tf_shape_of(4, 3, 3, 128, 1);
+  tf_output in[3] = {placeholder(g, "x", TF_FLOAT32, xs), placeholder(g, "f", TF_FLOAT32, fs),
+                     placeholder(g, "dy", TF_FLOAT32, xs)};
+  int64_t strides[4] = {1, 1, 1, 1};
+  tf_node_builder *b = tf_node_begin(g, "DepthwiseConv2dNative", "depthwise");
+  tf_node_add_input(b, in[0]);
+  tf_node_add_input(b, in[1]);
+  tf_node_set_attr(b, "strides", tf_attr_int_list(strides, 4));
+  tf_node_set_attr(b, "padding", tf_attr_string("SAME"));
+  tf_output y = {tf_node_finish(b, &st), 0}, dxs[2];
+  if (y.node == NULL) die("DepthwiseConv2dNative", &st);
+  ok(tf_gradients(g, &y, 1, in, 2, &in[2], dxs, &st), "depthwise gradients", &st);
+  tf_output outs[3] = {y, dxs[0], dxs[1]};
+  static const char *feed_names[3] = {"x", "f", "dy"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(d->fetch_names[i], sizeof d->fetch_names[i], "%s:%d", tf_node_name(outs[i].node),
+             outs[i].index);
+    d->fetch[i] = d->fetch_names[i];
+    d->feeds[i] = feed_names[i];
+  }
+  d->vals[0] = random_f32(xs, 1);
+  d->vals[1] = random_f32(fs, 2);
+  d->vals[2] = random_f32(xs, 3);
+  tf_session_options so = {.inter_op_threads = getenv("BENCH_INTEROP") ? atoi(getenv("BENCH_INTEROP")) : 0};
+  d->s = tf_session_new(g, &so, &st);
+  if (d->s == NULL) die("session", &st);
+}
+
+static double dw_step(void *arg) {
+  dw *d = arg;
+  tf_status st;
+  tf_tensor *out[3] = {NULL, NULL, NULL};
+  double t0 = now_ms();
+  ok(tf_session_run(d->s, NULL, d->feeds, d->vals, 3, d->fetch, out, 3, NULL, 0, NULL, &st),
+     "depthwise step", &st);
+  double t = now_ms() - t0;
+  for (int i = 0; i < 3; i++) tf_tensor_unref(out[i]);
+  return t;
 }
 
 /* ---- PyTorch's side --------------------------------------------------------------- */
@@ -243,7 +377,12 @@ static double sgemm_gflops(void) {
 /* Training FLOPs per step: 3 x forward, forward = 2 x multiply-adds. */
 static double step_gflop(kind k, int batch) {
   double mac;
-  if (k == LSTM) {
+  if (k == DW) { /* forward + both backprops, each the forward's cost */
+    return 3.0 * 2.0 * 14 * 14 * 128 * 9 * batch / 1e9;
+  } else if (k == BN_CNN) { /* convolutions and dense; batch norm left out */
+    mac = 28.0 * 28 * 32 * 9 + 28.0 * 28 * 32 * (9 + 64) + 14.0 * 14 * 64 * (9 + 128) +
+          7.0 * 7 * 128 * (9 + 128) + 128.0 * 10;
+  } else if (k == LSTM) {
     mac = 28.0 * 4 * 128 * (28 + 128) + 128.0 * 10;
   } else if (k == CNN) {
     mac = 28.0 * 28 * 32 * 25 * 1 + 14.0 * 14 * 64 * 25 * 32 + 3136.0 * 256 + 256.0 * 10;
@@ -273,16 +412,18 @@ typedef struct result {
   double ours_ms, torch_ms;
 } result;
 
-static result compare(const char *model, kind k, int batch, torch *t, ours *o) {
+/* our step(arg) against PyTorch's `model`, alternating blocks. */
+static result compare(const char *model, kind k, int batch, torch *t, double (*step)(void *),
+                      void *o) {
   double mine[ROUNDS * BLOCK], theirs[ROUNDS * BLOCK];
   int n_mine = 0, n_theirs = 0;
-  for (int i = 0; i < WARMUP; i++) our_step(o);
+  for (int i = 0; i < WARMUP; i++) step(o);
   double tmp[WARMUP];
   torch_run(t, model, WARMUP, tmp);
   for (int r = 0; r < ROUNDS; r++) {
     bool torch_first = r % 2 == 1;
     if (torch_first) n_theirs += torch_run(t, model, BLOCK, theirs + n_theirs);
-    for (int i = 0; i < BLOCK; i++) mine[n_mine++] = our_step(o);
+    for (int i = 0; i < BLOCK; i++) mine[n_mine++] = step(o);
     if (!torch_first) n_theirs += torch_run(t, model, BLOCK, theirs + n_theirs);
   }
   result res = {median(mine, n_mine), median(theirs, n_theirs)};
@@ -293,6 +434,47 @@ static result compare(const char *model, kind k, int batch, torch *t, ours *o) {
   return res;
 }
 
+/* Whether the command line asks for `name` (no arguments: everything). */
+static bool wanted(int argc, char **argv, const char *name) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], name) == 0) return true;
+  }
+  return argc <= 1;
+}
+
+#define N_CASES 5
+static const char *const case_names[N_CASES] = {"mlp", "cnn", "lstm", "bn_cnn", "depthwise"};
+static const kind case_kinds[N_CASES] = {MLP, CNN, LSTM, BN_CNN, DW};
+
+/* Builds our side of case i and compares it with PyTorch's. */
+static result run_case(int i, torch *t, tf_tensor *const *batches) {
+  kind k = case_kinds[i];
+  if (k == DW) {
+    dw *d = calloc(1, sizeof *d);
+    build_dw(d);
+    return compare(case_names[i], k, 64, t, dw_step, d);
+  }
+  ours *o = calloc(1, sizeof *o);
+  bool small = k == CNN || k == BN_CNN; /* batch 64; else the MLP's 128 */
+  build_ours(o, k, batches[small ? 2 : 0], batches[small ? 3 : 1]);
+  return compare(case_names[i], k, small ? 64 : 128, t, our_step, o);
+}
+
+/* Writes the batches to DIR/<name>.npy (remove: unlinks them instead). */
+static void npy_files(const char *dir, tf_tensor *const *ts, bool remove) {
+  static const char *const names[4] = {"mlp_x", "mlp_y", "cnn_x", "cnn_y"};
+  tf_status st;
+  for (int i = 0; i < 4; i++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, names[i]);
+    if (remove) {
+      unlink(path);
+    } else {
+      ok(tf_tensor_save_npy(ts[i], path, &st), path, &st);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   /* Both sides run with OMP_WAIT_POLICY=PASSIVE: oneDNN (our convolutions)
    * and PyTorch use OpenMP, whose idle threads otherwise spin and take the
@@ -301,50 +483,42 @@ int main(int argc, char **argv) {
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     execv("/proc/self/exe", argv);
   }
-  (void)argc;
   signal(SIGPIPE, SIG_IGN);
   char dir[] = "/tmp/bench_train_XXXXXX";
   if (mkdtemp(dir) == NULL) die("mkdtemp", NULL);
-  tf_status st;
-  tf_tensor *mx, *my, *cx, *cy;
-  load_batch(128, &mx, &my);
-  load_batch(64, &cx, &cy);
-  const char *names[4] = {"mlp_x", "mlp_y", "cnn_x", "cnn_y"};
-  tf_tensor *ts[4] = {mx, my, cx, cy};
-  for (int i = 0; i < 4; i++) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, names[i]);
-    ok(tf_tensor_save_npy(ts[i], path, &st), path, &st);
-  }
+  tf_tensor *ts[4]; /* mlp x, y (batch 128); cnn x, y (batch 64) */
+  load_batch(128, &ts[0], &ts[1]);
+  load_batch(64, &ts[2], &ts[3]);
+  npy_files(dir, ts, false);
   double peak = sgemm_gflops();
   printf("bench_train: Adam lr 1e-3; %d rounds of %d steps per side, alternating; "
          "medians. sgemm peak here: %.1f GFLOP/s (n=1024, best of 15)\n", ROUNDS, BLOCK, peak);
   torch t;
   torch_start(&t, dir);
-  ours m = {0}, c = {0}, r = {0};
-  build_ours(&m, MLP, mx, my);
-  result rm = compare("mlp", MLP, 128, &t, &m);
-  build_ours(&c, CNN, cx, cy);
-  result rc = compare("cnn", CNN, 64, &t, &c);
-  build_ours(&r, LSTM, mx, my);
-  result rl = compare("lstm", LSTM, 128, &t, &r);
+  result res[N_CASES] = {{0, 0}};
+  bool ran[N_CASES] = {false};
+  for (int i = 0; i < N_CASES; i++) {
+    if (!wanted(argc, argv, case_names[i])) continue;
+    res[i] = run_case(i, &t, ts);
+    ran[i] = true;
+  }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   printf("peak RSS: ours %ld MiB, PyTorch %ld MiB\n", ru.ru_maxrss / 1024, torch_rss_kb(&t) / 1024);
-  printf("of the sgemm peak: mlp ours %.0f%% PyTorch %.0f%%; cnn ours %.0f%% PyTorch %.0f%%\n",
-         100 * step_gflop(MLP, 128) / rm.ours_ms * 1e3 / peak,
-         100 * step_gflop(MLP, 128) / rm.torch_ms * 1e3 / peak,
-         100 * step_gflop(CNN, 64) / rc.ours_ms * 1e3 / peak,
-         100 * step_gflop(CNN, 64) / rc.torch_ms * 1e3 / peak);
-  torch_stop(&t);
-  for (int i = 0; i < 4; i++) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, names[i]);
-    unlink(path);
+  for (int i = 0; i < N_CASES; i++) {
+    if (!ran[i] || case_kinds[i] == LSTM) continue;
+    int batch = case_kinds[i] == MLP ? 128 : 64;
+    double gf = step_gflop(case_kinds[i], batch) * 1e3 / peak;
+    printf("of the sgemm peak: %s ours %.0f%% PyTorch %.0f%%\n", case_names[i],
+           100 * gf / res[i].ours_ms, 100 * gf / res[i].torch_ms);
   }
+  torch_stop(&t);
+  npy_files(dir, ts, true);
   rmdir(dir);
-  printf("mlp_step_ratio_vs_torch: %.3f\n", rm.ours_ms / rm.torch_ms);
-  printf("cnn_step_ratio_vs_torch: %.3f\n", rc.ours_ms / rc.torch_ms);
-  printf("lstm_step_ratio_vs_torch: %.3f\n", rl.ours_ms / rl.torch_ms);
+  for (int i = 0; i < N_CASES; i++) {
+    if (!ran[i]) continue;
+    printf("%s_%sratio_vs_torch: %.3f\n", case_names[i], case_kinds[i] == DW ? "" : "step_",
+           res[i].ours_ms / res[i].torch_ms);
+  }
   return 0;
 }

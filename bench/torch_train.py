@@ -6,9 +6,15 @@ and PyTorch's alternate in one run on the same machine state. It builds the
 same models as ours (MLP 784-256-128-10 with ReLU; CNN conv5x5x32 SAME +
 ReLU + maxpool2, conv5x5x64 SAME + ReLU + maxpool2, dense 256 + ReLU, dense
 10; LSTM: 28 rows of 28 pixels into nn.LSTM(28, 128), Linear(128, 10) on
-the last hidden state), the same optimizer (Adam, lr 1e-3, TF's defaults beta1 0.9, beta2
+the last hidden state; bn_cnn: the example's MobileNet-style CNN with
+BatchNorm2d(momentum=0.01, eps=1e-3) in train mode and depthwise convs as
+Conv2d(groups=cin), no biases), the same optimizer (Adam, lr 1e-3, TF's defaults beta1 0.9, beta2
 0.999, eps 1e-7... PyTorch's eps is 1e-8; we pass 1e-7 to match) and trains
 on a fixed ready batch read from the .npy files the C side writes.
+`depthwise` is not a model: one step is F.conv2d(x, w, padding=1,
+groups=128) forward on x [64, 128, 14, 14], w [128, 1, 3, 3] and the
+gradients of x and w for a fixed random output gradient (torch.autograd.
+grad), the counterpart of our DepthwiseConv2dNative and its two backprops.
 
 Commands (one per line) and replies:
   load DIR         reads DIR/mlp_x.npy, mlp_y.npy, cnn_x.npy, cnn_y.npy -> "ok"
@@ -38,6 +44,35 @@ def cnn():
         nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(7 * 7 * 64, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def separable(cin, cout):
+    return [nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=False),
+            nn.Conv2d(cin, cout, 1, bias=False),
+            nn.BatchNorm2d(cout, momentum=0.01, eps=1e-3), nn.ReLU()]
+
+
+def bn_cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1, bias=False),
+        nn.BatchNorm2d(32, momentum=0.01, eps=1e-3), nn.ReLU(),
+        *separable(32, 64), nn.MaxPool2d(2),
+        *separable(64, 128), nn.MaxPool2d(2),
+        *separable(128, 128),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+
+
+class Depthwise:
+    """Depthwise 3x3 conv forward + backward (dx, dw) on fixed tensors."""
+
+    def __init__(self):
+        self.x = torch.rand(64, 128, 14, 14, requires_grad=True)
+        self.w = torch.rand(128, 1, 3, 3, requires_grad=True)
+        self.dy = torch.rand(64, 128, 14, 14)
+
+    def step(self):
+        y = torch.nn.functional.conv2d(self.x, self.w, padding=1, groups=128)
+        return torch.autograd.grad(y, (self.x, self.w), self.dy)
 
 
 class RowLSTM(nn.Module):
@@ -83,6 +118,8 @@ def main():
             trainers["mlp"] = Trainer(mlp(), mx.reshape(-1, 784), my)
             trainers["cnn"] = Trainer(cnn(), cx, cy)
             trainers["lstm"] = Trainer(RowLSTM(), mx.reshape(-1, 28, 28), my)
+            trainers["bn_cnn"] = Trainer(bn_cnn(), cx, cy)
+            trainers["depthwise"] = Depthwise()
             print("ok", flush=True)
         elif words[0] == "run":
             t = trainers[words[1]]

@@ -1,5 +1,5 @@
-/* fashion_mnist.c: train an MLP, a CNN or an LSTM on Fashion-MNIST in one
- * process.
+/* fashion_mnist.c: train an MLP, a CNN, an LSTM or a batch-normalised
+ * depthwise-separable CNN on Fashion-MNIST in one process.
  *
  * The graph reads the gzipped IDX files itself (an input pipeline of
  * readers and a shuffling queue filled by background threads), builds the
@@ -10,14 +10,26 @@
  * plain line is printed every few seconds. The last line is
  * `test_accuracy: X`.
  *
- *   fashion_mnist [--model mlp|cnn|lstm] [--epochs N] [--batch N] [--lr X]
- *                 [--seed N] [--data DIR] [--threads N]
+ *   fashion_mnist [--model mlp|cnn|lstm|bn_cnn] [--epochs N] [--batch N]
+ *                 [--lr X] [--seed N] [--data DIR] [--threads N]
  *
  * Defaults: MLP 784-256-128-10 (ReLU), batch 128, 15 epochs; CNN (conv
  * 5x5x32 SAME + ReLU + maxpool 2, conv 5x5x64 SAME + ReLU + maxpool 2,
  * dense 256 + ReLU, dense 10), batch 64, 5 epochs; LSTM reading each image
  * row by row (28 steps of 28 pixels, hidden 128, tf_layer_lstm: a dynamic
- * loop) and dense 10 on its last hidden state, batch 128, 5 epochs; Adam
+ * loop) and dense 10 on its last hidden state, batch 128, 5 epochs;
+ * bn_cnn, a small MobileNet-style CNN, batch 64, 5 epochs:
+ *   conv2d 3x3x32 SAME stride 1, no bias -> batch norm -> ReLU;
+ *   separable_conv2d 3x3 -> 64 SAME stride 1, no bias -> batch norm -> ReLU;
+ *   maxpool 2x2;
+ *   separable_conv2d 3x3 -> 128 SAME, no bias -> batch norm -> ReLU;
+ *   maxpool 2x2;
+ *   separable_conv2d 3x3 -> 128 SAME, no bias -> batch norm -> ReLU;
+ *   global average pool (Mean over H and W); dense 10.
+ * Batch norm is Keras's (momentum 0.99, epsilon 1e-3); the train op also
+ * runs its moving-average updates (tf_layers_update_ops as control
+ * dependencies), and the test pass feeds the scalar bool "training" false
+ * so that it normalises with the moving statistics. All models: Adam
  * lr 1e-3, eps 1e-7.
  * examples/fashion_mnist/torch_ref.py trains the same in PyTorch. */
 #include <math.h>
@@ -48,6 +60,8 @@ typedef struct model {
   tf_input_pipeline *input;
   tf_output x;        /* PlaceholderWithDefault over the batch: feedable */
   tf_output labels;   /* likewise */
+  tf_output training; /* bn_cnn: PlaceholderWithDefault(true), bool scalar;
+                       * node NULL for the other models */
   tf_output logits, loss, accuracy;
   tf_node *train, *init, *opt_init;
   tf_optimizer *opt;
@@ -65,7 +79,7 @@ static void die(const char *what, const tf_status *st) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: fashion_mnist [--model mlp|cnn|lstm] [--epochs N] "
+  fprintf(stderr, "usage: fashion_mnist [--model mlp|cnn|lstm|bn_cnn] [--epochs N] "
                   "[--batch N] [--lr X] [--seed N] [--data DIR] [--threads N]\n");
   exit(2);
 }
@@ -95,7 +109,8 @@ static options parse(int argc, char **argv) {
     }
     i++;
   }
-  bool cnn = strcmp(o.model, "cnn") == 0, lstm = strcmp(o.model, "lstm") == 0;
+  bool cnn = strcmp(o.model, "cnn") == 0 || strcmp(o.model, "bn_cnn") == 0;
+  bool lstm = strcmp(o.model, "lstm") == 0;
   if (!cnn && !lstm && strcmp(o.model, "mlp") != 0) usage();
   if (o.epochs < 0) o.epochs = cnn || lstm ? 5 : 15;
   if (o.batch < 0) o.batch = cnn ? 64 : 128;
@@ -217,6 +232,79 @@ static void build_cnn(model *m, const options *o) {
   (void)o;
 }
 
+/* A Const `name` holding t (which it takes). */
+static tf_output constant(model *m, const char *name, tf_tensor *t) {
+  tf_status st;
+  tf_node_builder *b = tf_node_begin(m->g, "Const", name);
+  tf_node_set_attr(b, "value", tf_attr_tensor(t));
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(t->dtype));
+  tf_node *c = tf_node_finish(b, &st);
+  tf_tensor_unref(t);
+  if (c == NULL) die(name, &st);
+  return (tf_output){c, 0};
+}
+
+/* m->training: a bool scalar PlaceholderWithDefault(true), fed false by
+ * the evaluation. */
+static void build_training_flag(model *m) {
+  tf_status st;
+  tf_output def = constant(m, "training/default", tf_tensor_scalar_bool(true));
+  tf_node_builder *b = tf_node_begin(m->g, "PlaceholderWithDefault", "training");
+  tf_node_add_input(b, def);
+  tf_node_set_attr(b, "dtype", tf_attr_type_v(TF_BOOL));
+  tf_node_set_attr(b, "shape", tf_attr_shape(tf_shape_scalar()));
+  m->training = (tf_output){tf_node_finish(b, &st), 0};
+  if (m->training.node == NULL) die("training flag", &st);
+}
+
+/* Keras's BatchNormalization (momentum 0.99, epsilon 1e-3) switched by
+ * m->training, then ReLU. */
+static tf_output bn_relu(model *m, tf_output h) {
+  tf_status st;
+  check(tf_layer_batch_norm(m->layers, h, m->training, true, 0.99, 1e-3, true, true, NULL,
+                            &h, &st), "batch_norm", &st);
+  check(tf_layer_activation(m->layers, h, TF_ACT_RELU, NULL, &h, &st), "relu", &st);
+  return h;
+}
+
+/* SeparableConv2D 3x3 -> filters, SAME, stride 1, no bias; BN; ReLU. */
+static tf_output sep_bn_relu(model *m, tf_output h, int64_t filters) {
+  tf_status st;
+  check(tf_layer_separable_conv2d(m->layers, h, filters, 3, 3, 1, 1, "SAME", 1, TF_ACT_NONE,
+                                  false, NULL, NULL, NULL, NULL, &h, &st),
+        "separable_conv2d", &st);
+  return bn_relu(m, h);
+}
+
+/* The MobileNet-style bn_cnn of the header comment. */
+static void build_bn_cnn(model *m, const options *o) {
+  tf_status st;
+  tf_layers *l = m->layers;
+  build_training_flag(m);
+  int32_t dims[4] = {-1, 28, 28, 1};
+  tf_output h = reshape_images(m, dims, 4);
+  check(tf_layer_conv2d(l, h, 32, 3, 3, 1, 1, "SAME", TF_ACT_NONE, false, NULL, NULL, NULL,
+                        &h, &st), "conv2d", &st);
+  h = bn_relu(m, h);
+  h = sep_bn_relu(m, h, 64);
+  check(tf_layer_max_pool(l, h, 2, 2, 2, 2, "VALID", NULL, &h, &st), "max_pool", &st);
+  h = sep_bn_relu(m, h, 128);
+  check(tf_layer_max_pool(l, h, 2, 2, 2, 2, "VALID", NULL, &h, &st), "max_pool", &st);
+  h = sep_bn_relu(m, h, 128);
+  /* Global average pooling: Mean over H and W. */
+  int32_t axes[2] = {1, 2};
+  tf_output ax = constant(m, "global_average_pooling2d/axes", tf_tensor_vec_i32(2, axes));
+  tf_node_builder *b = tf_node_begin(m->g, "Mean", "global_average_pooling2d/Mean");
+  tf_node_add_input(b, h);
+  tf_node_add_input(b, ax);
+  tf_node_set_attr(b, "keep_dims", tf_attr_bool(false));
+  h = (tf_output){tf_node_finish(b, &st), 0};
+  if (h.node == NULL) die("global average pool", &st);
+  check(tf_layer_dense(l, h, 10, TF_ACT_NONE, true, NULL, NULL, "logits", &m->logits, &st),
+        "dense", &st);
+  (void)o;
+}
+
 static void build(model *m, const options *o, char **files) {
   tf_status st;
   m->g = tf_graph_new();
@@ -224,6 +312,8 @@ static void build(model *m, const options *o, char **files) {
   build_input(m, o, files);
   if (strcmp(o->model, "cnn") == 0) {
     build_cnn(m, o);
+  } else if (strcmp(o->model, "bn_cnn") == 0) {
+    build_bn_cnn(m, o);
   } else if (strcmp(o->model, "lstm") == 0) {
     build_lstm(m, o);
   } else {
@@ -245,6 +335,14 @@ static void build(model *m, const options *o, char **files) {
   oo.learning_rate = o->lr;
   oo.epsilon = 1e-7;
   m->opt = tf_optimizer_new(TF_OPT_ADAM, &oo);
+  /* Batch norm's moving averages run with every step (TF's UPDATE_OPS). */
+  int n_upd = tf_layers_update_ops(m->layers, NULL, 0);
+  if (n_upd > 0) {
+    tf_node **upd = malloc((size_t)n_upd * sizeof *upd);
+    tf_layers_update_ops(m->layers, upd, n_upd);
+    tf_optimizer_control_dependencies(m->opt, upd, n_upd);
+    free(upd);
+  }
   int n = tf_layers_trainable(m->layers, NULL, 0);
   tf_output *vars = malloc((size_t)n * sizeof *vars);
   tf_layers_trainable(m->layers, vars, n);
@@ -353,23 +451,28 @@ static double evaluate(model *m, tf_session *s, const options *o) {
   int64_t n = x->shape.dims[0], chunk = 1000, correct = 0;
   char acc_name[300];
   snprintf(acc_name, sizeof acc_name, "%s:%d", tf_node_name(m->accuracy.node), m->accuracy.index);
-  const char *feeds[2] = {tf_node_name(m->x.node), tf_node_name(m->labels.node)};
+  /* bn_cnn: batch norm in inference mode (the moving statistics). */
+  const char *feeds[3] = {tf_node_name(m->x.node), tf_node_name(m->labels.node),
+                          m->training.node ? tf_node_name(m->training.node) : NULL};
+  int n_feeds = m->training.node ? 3 : 2;
+  tf_tensor *off = tf_tensor_scalar_bool(false);
   const char *fetch = acc_name;
   for (int64_t b = 0; b < n; b += chunk) {
     int64_t k = b + chunk <= n ? chunk : n - b;
-    tf_tensor *vals[2], *out = NULL;
+    tf_tensor *vals[3] = {NULL, NULL, off}, *out = NULL;
     tf_shape sx = tf_shape_of(2, k, 784), sy = tf_shape_of(1, k);
     check(tf_tensor_new(TF_FLOAT32, &sx, &vals[0], &st), "alloc", &st);
     check(tf_tensor_new(TF_INT32, &sy, &vals[1], &st), "alloc", &st);
     memcpy(vals[0]->data, (float *)x->data + b * 784, (size_t)(k * 784) * sizeof(float));
     memcpy(vals[1]->data, (int32_t *)y->data + b, (size_t)k * sizeof(int32_t));
-    check(tf_session_run(s, NULL, feeds, vals, 2, &fetch, &out, 1, NULL, 0, NULL, &st),
+    check(tf_session_run(s, NULL, feeds, vals, n_feeds, &fetch, &out, 1, NULL, 0, NULL, &st),
           "evaluation", &st);
     correct += llround(tf_tensor_get_f64(out, 0) * (double)k);
     tf_tensor_unref(out);
     tf_tensor_unref(vals[0]);
     tf_tensor_unref(vals[1]);
   }
+  tf_tensor_unref(off);
   tf_tensor_unref(x);
   tf_tensor_unref(y);
   (void)o;

@@ -1,19 +1,28 @@
 #!/usr/bin/python3
 """torch_ref.py: the PyTorch 1.13 reference for examples/fashion_mnist.
 
-Trains the same model as our example (mlp, cnn or lstm) with the same
-hyperparameters (Adam lr 1e-3, eps 1e-7; batch 128 for the MLP and the
-LSTM, 64 for the CNN; the same number of epochs; a fresh shuffle each epoch) on the same
+Trains the same model as our example (mlp, cnn, lstm or bn_cnn) with the
+same hyperparameters (Adam lr 1e-3, eps 1e-7; batch 128 for the MLP and
+the LSTM, 64 for the CNN and bn_cnn; the same number of epochs; a fresh shuffle each epoch) on the same
 Fashion-MNIST files and prints `test_accuracy: X` last, so the two can be
 compared (they should agree within 1 point).
 
   /usr/bin/python3 examples/fashion_mnist/torch_ref.py mlp 10
   /usr/bin/python3 examples/fashion_mnist/torch_ref.py cnn 5
   /usr/bin/python3 examples/fashion_mnist/torch_ref.py lstm 5
+  /usr/bin/python3 examples/fashion_mnist/torch_ref.py bn_cnn 5
 
 lstm reads each image row by row: 28 steps of 28 pixels into one nn.LSTM
 layer (hidden 128, gates i f g o), and a Linear(128, 10) on the last
-hidden state."""
+hidden state.
+
+bn_cnn is the example's MobileNet-style CNN: Conv2d 3x3x32 (no bias) +
+BatchNorm2d + ReLU; separable 3x3 -> 64 (depthwise Conv2d with
+groups=cin, then a 1x1 Conv2d, no biases) + BN + ReLU; MaxPool2d(2);
+separable 3x3 -> 128 + BN + ReLU; MaxPool2d(2); separable 3x3 -> 128 + BN +
+ReLU; AdaptiveAvgPool2d(1); Linear(128, 10). BatchNorm2d(momentum=0.01,
+eps=1e-3) is Keras's momentum 0.99 (PyTorch's momentum is 1 - Keras's);
+the test pass runs in eval mode (the running statistics)."""
 import gzip
 import sys
 import time
@@ -46,6 +55,24 @@ class RowLSTM(nn.Module):
         return self.out(h[:, -1, :])
 
 
+def separable(cin, cout):
+    """Keras's SeparableConv2D 3x3 SAME without bias, then BN and ReLU."""
+    return [nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=False),
+            nn.Conv2d(cin, cout, 1, bias=False),
+            nn.BatchNorm2d(cout, momentum=0.01, eps=1e-3), nn.ReLU()]
+
+
+def bn_cnn():
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 28)),
+        nn.Conv2d(1, 32, 3, padding=1, bias=False),
+        nn.BatchNorm2d(32, momentum=0.01, eps=1e-3), nn.ReLU(),
+        *separable(32, 64), nn.MaxPool2d(2),
+        *separable(64, 128), nn.MaxPool2d(2),
+        *separable(128, 128),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+
+
 def main():
     model_name = sys.argv[1] if len(sys.argv) > 1 else "mlp"
     epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 10
@@ -62,6 +89,10 @@ def main():
     elif model_name == "lstm":
         batch = 128
         model = RowLSTM()
+    elif model_name == "bn_cnn":
+        batch = 64
+        model = bn_cnn()
+        xtr, xte = xtr.reshape(-1, 28, 28), xte.reshape(-1, 28, 28)
     else:
         batch = 64
         model = nn.Sequential(
@@ -73,6 +104,7 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     t0 = time.time()
+    model.train()
     for epoch in range(epochs):
         perm = torch.randperm(xtr.shape[0])
         for i in range(0, xtr.shape[0] - batch + 1, batch):
@@ -83,8 +115,12 @@ def main():
             opt.step()
         print("epoch %d loss %.4f (%.1f s)" % (epoch + 1, loss.item(), time.time() - t0),
               flush=True)
+    model.eval()  # batch norm: the running statistics
     with torch.no_grad():
-        acc = (model(xte).argmax(1) == yte).float().mean().item()
+        # In chunks of 1000, as our example feeds it (bounded memory).
+        correct = sum((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item()
+                      for i in range(0, xte.shape[0], 1000))
+        acc = correct / xte.shape[0]
     print("test_accuracy: %.4f" % acc)
 
 
