@@ -171,7 +171,7 @@ static void net_build(cv_net *n, const cv_cfg *c) {
   ck_assert(tf_graph_find_output(n->g, "x:0", &wrt[0], &st) == TF_OK);
   for (int i = 0; i < n->nv; i++) {
     const tf_layer_var *v = tf_layers_var(n->l, i);
-    char ph[8];
+    char ph[16];
     snprintf(ph, sizeof ph, "v%d", i);
     tf_output p = {tt_placeholder(n->g, ph, TF_FLOAT64, v->shape), 0};
     n->set[i] = tt_node(n->g, "Assign", NULL, (tf_output[]){v->var, p}, 2,
@@ -199,7 +199,7 @@ static double net_run(tf_session *s, cv_net *n, tf_tensor **vals, bool set,
                       tf_tensor **g) {
   tf_status st;
   for (int i = 0; set && i < n->nv; i++) {
-    char ph[8];
+    char ph[16];
     snprintf(ph, sizeof ph, "v%d", i);
     const char *fn[] = {ph}, *t[] = {tf_node_name(n->set[i])};
     ck_assert_msg(tf_session_run(s, NULL, fn, &vals[1 + i], 1, NULL, NULL, 0,
