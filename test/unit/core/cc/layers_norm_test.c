@@ -56,7 +56,7 @@ static void bn_build(bn_net *n, tf_shape xs, bool flag, bool active,
   ck_assert_int_eq(tf_layers_num_vars(n->l), 4);
   for (int i = 0; i < 4; i++) {
     n->vars[i] = tf_layers_var(n->l, i)->var;
-    char ph[8];
+    char ph[16];
     snprintf(ph, sizeof ph, "v%d", i);
     tf_output p = {tt_placeholder(n->g, ph, TF_FLOAT32, tf_shape_of(1, C)), 0};
     n->set[i] = tt_node(n->g, "Assign", NULL, (tf_output[]){n->vars[i], p}, 2,
@@ -78,7 +78,7 @@ static void bn_free(bn_net *n) {
 
 /* Runs set[i] with value v (float32 [C]). */
 static void bn_set(tf_session *s, bn_net *n, int i, const tf_tensor *v) {
-  char ph[8];
+  char ph[16];
   snprintf(ph, sizeof ph, "v%d", i);
   const char *fn[] = {ph};
   const char *t[] = {tf_node_name(n->set[i])};
